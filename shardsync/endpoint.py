@@ -1,0 +1,285 @@
+"""Endpoint and Changes, the values every stage passes on; DNS name rules and zone matching.
+
+`Endpoint` has external-dns's fields under the same JSON names (dnsName, targets, recordType, recordTTL,
+setIdentifier, labels, providerSpecific), so DNSEndpoint objects and webhook payloads map one to one.
+Names are kept canonical: lower case, no trailing dot. Targets are kept sorted, because DNS RRsets have no
+order and external-dns compares targets as sets.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+# Label keys external-dns uses on endpoints (and inside TXT ownership records).
+OWNER_LABEL = "owner"
+RESOURCE_LABEL = "resource"
+OWNED_RECORD_LABEL = "owned-record"
+
+SUPPORTED_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR"})
+DEFAULT_MANAGED_TYPES = ("A", "AAAA", "CNAME")
+
+MAX_NAME_LENGTH = 253
+MAX_LABEL_LENGTH = 63
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+class InvalidEndpoint(ValueError):
+    """An endpoint that no provider could write: bad name, bad target for its type, bad TTL."""
+
+
+def normalize_name(name: str) -> str:
+    """Canonical form of a DNS name: lower case, no trailing dot, surrounding blanks removed."""
+    return name.strip().rstrip(".").lower()
+
+
+def name_error(name: str) -> str | None:
+    """Why `name` (canonical form) is not a valid DNS owner name, or None when it is.
+
+    Underscores are allowed (TXT and SRV names use them) and a leading `*` label makes a wildcard.
+    """
+    if not name:
+        return "empty name"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"name longer than {MAX_NAME_LENGTH} characters"
+    labels = name.split(".")
+    for i, label in enumerate(labels):
+        if not label:
+            return "empty label"
+        if len(label) > MAX_LABEL_LENGTH:
+            return f"label {label[:20]!r}... longer than {MAX_LABEL_LENGTH} characters"
+        if label == "*" and i == 0:
+            continue
+        if not set(label) <= _LABEL_CHARS:
+            return f"label {label!r} has characters outside a-z 0-9 - _"
+        if label[0] == "-" or label[-1] == "-":
+            return f"label {label!r} starts or ends with '-'"
+    return None
+
+
+def _target_error(record_type: str, target: str) -> str | None:
+    if not target:
+        return "empty target"
+    if record_type == "A":
+        try:
+            ipaddress.IPv4Address(target)
+        except ValueError:
+            return f"{target!r} is not an IPv4 address"
+    elif record_type == "AAAA":
+        try:
+            ipaddress.IPv6Address(target)
+        except ValueError:
+            return f"{target!r} is not an IPv6 address"
+    elif record_type in ("CNAME", "NS", "PTR"):
+        return name_error(normalize_name(target))
+    elif record_type == "MX":
+        parts = target.split()
+        if len(parts) != 2 or not parts[0].isdigit():
+            return f"MX target {target!r} is not 'preference host'"
+    elif record_type == "SRV":
+        parts = target.split()
+        if len(parts) != 4 or not all(p.isdigit() for p in parts[:3]):
+            return f"SRV target {target!r} is not 'priority weight port host'"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One DNS RRset as shardsync sees it (external-dns's Endpoint)."""
+
+    dns_name: str
+    record_type: str
+    targets: tuple[str, ...]
+    ttl: int = 0  # 0 means "not configured": the provider's default applies
+    set_identifier: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict, compare=True)
+    provider_specific: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def new(
+        cls,
+        dns_name: str,
+        record_type: str,
+        targets: Iterable[str],
+        ttl: int = 0,
+        set_identifier: str = "",
+        labels: Mapping[str, str] | None = None,
+        provider_specific: Iterable[tuple[str, str]] = (),
+    ) -> Endpoint:
+        """Build an endpoint in canonical form (the constructor itself trusts its input)."""
+        rtype = record_type.upper()
+        cleaned = (t.strip() for t in targets)
+        if rtype in ("CNAME", "NS", "PTR"):
+            cleaned = (normalize_name(t) for t in cleaned)
+        return cls(
+            dns_name=normalize_name(dns_name),
+            record_type=rtype,
+            targets=tuple(sorted(set(cleaned))),
+            ttl=int(ttl),
+            set_identifier=set_identifier,
+            labels=dict(labels or {}),
+            provider_specific=tuple(provider_specific),
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """What identifies the RRset: (name, type, set identifier)."""
+        return (self.dns_name, self.record_type, self.set_identifier)
+
+    def with_labels(self, **labels: str) -> Endpoint:
+        return replace(self, labels={**self.labels, **labels})
+
+    def without_labels(self) -> Endpoint:
+        return replace(self, labels={})
+
+    def validate(self) -> None:
+        """Raise InvalidEndpoint saying what is wrong, if anything."""
+        if self.record_type not in SUPPORTED_TYPES:
+            raise InvalidEndpoint(f"{self.dns_name}: unsupported record type {self.record_type!r}")
+        err = name_error(self.dns_name)
+        if err:
+            raise InvalidEndpoint(f"{self.dns_name!r}: {err}")
+        if not self.targets:
+            raise InvalidEndpoint(f"{self.dns_name}: no targets")
+        if self.record_type == "CNAME" and len(self.targets) > 1:
+            raise InvalidEndpoint(f"{self.dns_name}: a CNAME has exactly one target, got {len(self.targets)}")
+        for target in self.targets:
+            err = _target_error(self.record_type, target)
+            if err:
+                raise InvalidEndpoint(f"{self.dns_name} {self.record_type}: {err}")
+        if not 0 <= self.ttl <= 2**31 - 1:
+            raise InvalidEndpoint(f"{self.dns_name}: TTL {self.ttl} outside 0..2^31-1")
+
+    def to_json(self) -> dict[str, Any]:
+        """external-dns's JSON form (DNSEndpoint spec.endpoints[] and webhook payloads)."""
+        out: dict[str, Any] = {
+            "dnsName": self.dns_name,
+            "targets": list(self.targets),
+            "recordType": self.record_type,
+        }
+        if self.set_identifier:
+            out["setIdentifier"] = self.set_identifier
+        if self.ttl:
+            out["recordTTL"] = self.ttl
+        if self.labels:
+            out["labels"] = dict(self.labels)
+        if self.provider_specific:
+            out["providerSpecific"] = [{"name": n, "value": v} for n, v in self.provider_specific]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Endpoint:
+        """Parse external-dns's JSON form; raise InvalidEndpoint on a shape that cannot be an endpoint."""
+        if not isinstance(data, Mapping):
+            raise InvalidEndpoint(f"endpoint must be an object, got {type(data).__name__}")
+        name = data.get("dnsName")
+        targets = data.get("targets") or []
+        if not isinstance(name, str):
+            raise InvalidEndpoint("dnsName missing or not a string")
+        if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+            raise InvalidEndpoint(f"{name}: targets must be a list of strings")
+        ttl = data.get("recordTTL") or 0
+        if not isinstance(ttl, int) or isinstance(ttl, bool):
+            raise InvalidEndpoint(f"{name}: recordTTL must be an integer")
+        labels = data.get("labels") or {}
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            raise InvalidEndpoint(f"{name}: labels must map strings to strings")
+        specific = data.get("providerSpecific") or []
+        try:
+            pairs = [(str(p["name"]), str(p.get("value", ""))) for p in specific]
+        except (TypeError, KeyError) as exc:
+            raise InvalidEndpoint(f"{name}: providerSpecific must be a list of {{name, value}}") from exc
+        return cls.new(
+            dns_name=name,
+            record_type=str(data.get("recordType") or ""),
+            targets=targets,
+            ttl=ttl,
+            set_identifier=str(data.get("setIdentifier") or ""),
+            labels=labels,
+            provider_specific=pairs,
+        )
+
+
+@dataclass(slots=True)
+class Changes:
+    """What a plan asks a provider to do in one zone: external-dns's plan.Changes.
+
+    `update_old[i]` and `update_new[i]` are the before and after of the same RRset.
+    """
+
+    create: list[Endpoint] = field(default_factory=list)
+    update_old: list[Endpoint] = field(default_factory=list)
+    update_new: list[Endpoint] = field(default_factory=list)
+    delete: list[Endpoint] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.create) + len(self.update_new) + len(self.delete)
+
+    def is_empty(self) -> bool:
+        return len(self) == 0
+
+    def to_json(self) -> dict[str, list[dict[str, Any]]]:
+        """The webhook protocol's body for POST /records (v0.17+ lower-case keys)."""
+        return {
+            "create": [e.to_json() for e in self.create],
+            "updateOld": [e.to_json() for e in self.update_old],
+            "updateNew": [e.to_json() for e in self.update_new],
+            "delete": [e.to_json() for e in self.delete],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Changes:
+        """Parse a POST /records body; accepts the capitalised keys of webhook providers before v0.17."""
+
+        def pick(*keys: str) -> list[Endpoint]:
+            for key in keys:
+                items = data.get(key)
+                if items:
+                    return [Endpoint.from_json(item) for item in items]
+            return []
+
+        return cls(
+            create=pick("create", "Create"),
+            update_old=pick("updateOld", "UpdateOld"),
+            update_new=pick("updateNew", "UpdateNew"),
+            delete=pick("delete", "Delete"),
+        )
+
+
+class ZoneIndex:
+    """Maps a DNS name to the most specific zone that contains it.
+
+    Lookup walks the name's suffixes from the longest, so it costs O(labels), not O(zones): a replica
+    with 100,000 zones places each endpoint in a handful of set lookups.
+    """
+
+    __slots__ = ("_zones",)
+
+    def __init__(self, zones: Iterable[str]) -> None:
+        self._zones = frozenset(normalize_name(z) for z in zones)
+
+    def __contains__(self, zone: str) -> bool:
+        return zone in self._zones
+
+    def __len__(self) -> int:
+        return len(self._zones)
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._zones))
+
+    def zone_of(self, name: str) -> str | None:
+        name = normalize_name(name)
+        while True:
+            if name in self._zones:
+                return name
+            dot = name.find(".")
+            if dot < 0:
+                return None
+            name = name[dot + 1 :]

@@ -1,0 +1,1 @@
+"""DNS providers: where records are read from and written to (fake, rfc2136, webhook)."""

@@ -1,0 +1,86 @@
+"""The provider interface every DNS backend implements, and the errors it may raise.
+
+A provider is zone-scoped: `records(zone)` lists one zone, `apply(zone, changes, fence)` writes one zone.
+Writes are fenced (design §2 rule 8): `acquire_fence(zone, token)` stores a token (writer identity and
+assignment generation) in the zone itself, and every `apply` with that token is conditional on it still
+being there, so the provider refuses a stale owner's write whatever the clocks did. The fence record is
+the provider's own business: `records()` never returns it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from shardsync.endpoint import Changes, Endpoint
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class FenceToken:
+    """Who may write a zone: the owner's identity at an assignment generation.
+
+    Ordered by generation first, so a newer assignment's token always supersedes an older one.
+    """
+
+    generation: int
+    identity: str
+
+    def to_text(self) -> str:
+        return f"identity={self.identity},generation={self.generation}"
+
+    @classmethod
+    def from_text(cls, text: str) -> FenceToken:
+        fields = dict(part.split("=", 1) for part in text.strip('"').split(",") if "=" in part)
+        try:
+            return cls(generation=int(fields["generation"]), identity=fields["identity"])
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"not a fence token: {text!r}") from exc
+
+
+class ProviderError(Exception):
+    """A provider call failed. The worker retries it with backoff; it never stops the process."""
+
+
+class ThrottledError(ProviderError):
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry."""
+
+
+class FencedError(ProviderError):
+    """The zone's fence holds another writer's token: this replica must stop writing the zone."""
+
+
+class UnreachableError(ProviderError):
+    """The provider could not be reached (connection refused, timeout)."""
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A DNS backend. All methods are coroutines; blocking clients run in worker threads inside them."""
+
+    name: str
+
+    async def zones(self) -> list[str]:
+        """The zones this provider serves (canonical names)."""
+        ...
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        """Every RRset of the zone, excluding the fence record."""
+        ...
+
+    async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
+        """Apply all of `changes` to the zone, atomically where the backend allows.
+
+        With `fence`, the write happens only while the zone's fence holds exactly that token; otherwise
+        FencedError. Any other failure raises a ProviderError subclass.
+        """
+        ...
+
+    async def acquire_fence(self, zone: str, token: FenceToken) -> None:
+        """Make `token` the zone's fence (FencedError when another writer's token of the same or a newer
+        generation is there; a no-op when `token` itself is).
+
+        A compare-and-set against the value read: two replicas racing for one zone cannot both succeed.
+        """
+        ...
+
+    async def close(self) -> None: ...
