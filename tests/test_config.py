@@ -1,0 +1,124 @@
+"""Flags, environment variables and validation of `shardsync run`."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from shardsync.config import FLAGS, ConfigError, Settings, configure, settings_fields, settings_from_args
+
+
+def parse(argv: list[str], env: dict[str, str] | None = None) -> Settings:
+    env = env if env is not None else {"POD_NAME": "shardsync-0"}
+    parser = argparse.ArgumentParser()
+    configure(parser, env)
+    return settings_from_args(parser.parse_args(argv), env)
+
+
+FAKE = ["--fake-zone", "example.com"]
+
+
+def test_every_setting_has_a_flag() -> None:
+    assert sorted(f.name for f in FLAGS) == sorted(settings_fields())
+
+
+def test_defaults_match_external_dns() -> None:
+    s = parse(FAKE)
+    assert s.interval == 60.0
+    assert s.policy == "sync"
+    assert s.txt_owner_id == "default"
+    assert s.managed_record_types == ("A", "AAAA", "CNAME")
+    assert s.metrics_address == ":7979"
+    assert s.identity == "shardsync-0"
+
+
+def test_external_dns_style_flags() -> None:
+    s = parse(
+        [
+            "--source=service",
+            "--source=ingress",
+            "--provider=fake",
+            "--policy=upsert-only",
+            "--txt-owner-id=blue",
+            "--interval=15s",
+            "--events",
+            "--domain-filter=a.com",
+            "--domain-filter=b.com",
+            "--managed-record-types=a",
+            "--managed-record-types=TXT",
+            "--sharding=off",
+            *FAKE,
+        ]
+    )
+    assert s.sources == ("service", "ingress")
+    assert s.policy == "upsert-only"
+    assert s.interval == 15.0
+    assert s.events is True
+    assert s.domain_filter == ("a.com", "b.com")
+    assert s.managed_record_types == ("A", "TXT")
+    assert s.sharding is False
+
+
+def test_environment_fills_flags_and_command_line_wins() -> None:
+    env = {
+        "POD_NAME": "shardsync-2",
+        "POD_NAMESPACE": "dns",
+        "SHARDSYNC_INTERVAL": "2m",
+        "EXTERNAL_DNS_TXT_OWNER_ID": "green",
+        "SHARDSYNC_SOURCE": "service,crd",
+        "SHARDSYNC_DRY_RUN": "true",
+    }
+    s = parse(FAKE, env)
+    assert (s.identity, s.lease_namespace) == ("shardsync-2", "dns")
+    assert s.interval == 120.0
+    assert s.txt_owner_id == "green"
+    assert s.sources == ("service", "crd")
+    assert s.dry_run is True
+    assert parse(["--interval=5s", "--source=ingress", "--no-dry-run", *FAKE], env).interval == 5.0
+    assert parse(["--source=ingress", *FAKE], env).sources == ("ingress",)
+    assert parse(["--no-dry-run", *FAKE], env).dry_run is False
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--txt-prefix=a-", "--txt-suffix=-b", *FAKE],
+        ["--provider=rfc2136"],
+        ["--provider=fake"],
+        ["--renew-interval=20s", *FAKE],
+        ["--concurrency=0", *FAKE],
+    ],
+)
+def test_invalid_combinations_are_refused(argv: list[str]) -> None:
+    with pytest.raises(ConfigError):
+        parse(argv)
+
+
+@pytest.mark.parametrize("argv", [["--interval=soon"], ["--policy=all"], ["--source=pods"]])
+def test_invalid_values_are_refused_by_the_parser(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(argv)
+
+
+def test_secret_is_not_in_repr_and_reads_from_file(tmp_path: pytest.TempPathFactory) -> None:
+    secret_file = tmp_path / "secret"  # type: ignore[operator]
+    secret_file.write_text("c2VjcmV0\n")
+    s = parse(
+        [
+            "--provider=rfc2136",
+            "--rfc2136-host=127.0.0.1",
+            "--rfc2136-zone=ex.com",
+            f"--rfc2136-tsig-secret-file={secret_file}",
+        ]
+    )
+    assert s.tsig_secret() == "c2VjcmV0"
+    s2 = parse(
+        [
+            "--provider=rfc2136",
+            "--rfc2136-host=127.0.0.1",
+            "--rfc2136-zone=ex.com",
+            "--rfc2136-tsig-secret=hidden",
+        ]
+    )
+    assert "hidden" not in repr(s2)
