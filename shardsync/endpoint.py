@@ -18,6 +18,13 @@ OWNER_LABEL = "owner"
 RESOURCE_LABEL = "resource"
 OWNED_RECORD_LABEL = "owned-record"
 
+# shardsync's own endpoint labels start with this prefix; they steer the planner and are never written
+# into TXT ownership records (so those stay byte-identical to external-dns's).
+INTERNAL_LABEL_PREFIX = "shardsync/"
+# Sources put the source object's metadata.creationTimestamp (RFC 3339, e.g. "2024-05-01T10:00:00Z") here;
+# when two objects claim one RRset the planner lets the oldest win (see shardsync/plan.py).
+CREATED_LABEL = INTERNAL_LABEL_PREFIX + "created"
+
 SUPPORTED_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR"})
 DEFAULT_MANAGED_TYPES = ("A", "AAAA", "CNAME")
 
