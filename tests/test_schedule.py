@@ -1,0 +1,76 @@
+"""Zone scheduling with a fake clock: intervals, events, reruns, failures and removal."""
+
+from __future__ import annotations
+
+from shardsync.schedule import ZoneSchedule
+
+
+def drain(s: ZoneSchedule, now: float) -> list[str]:
+    out = []
+    while (zone := s.pop_due(now)) is not None:
+        out.append(zone)
+    return out
+
+
+def test_new_zones_are_due_at_once_then_every_interval() -> None:
+    s = ZoneSchedule(interval=60)
+    s.add("a.com", now=0)
+    s.add("b.com", now=0)
+    assert sorted(drain(s, 0)) == ["a.com", "b.com"]
+    s.finished("a.com", now=1)
+    s.finished("b.com", now=2)
+    assert s.next_due() == 61
+    assert drain(s, 60) == []
+    assert drain(s, 61) == ["a.com"]
+    assert drain(s, 62) == ["b.com"]
+
+
+def test_event_brings_a_zone_forward_only() -> None:
+    s = ZoneSchedule(interval=60, event_delay=0.5)
+    s.add("a.com", now=0)
+    drain(s, 0)
+    s.finished("a.com", now=0)
+    s.mark_dirty("a.com", now=10)
+    assert s.next_due() == 10.5
+    assert drain(s, 10.5) == ["a.com"]
+    s.finished("a.com", now=11)
+    assert s.next_due() == 71
+    s.mark_dirty("other.com", now=11)  # not owned: ignored
+    assert len(s) == 1
+
+
+def test_burst_while_running_collapses_into_one_rerun() -> None:
+    s = ZoneSchedule(interval=60, event_delay=0)
+    s.add("a.com", now=0)
+    assert drain(s, 0) == ["a.com"]
+    for t in range(5):
+        s.mark_dirty("a.com", now=t)
+    assert drain(s, 5) == []  # never handed out twice at once
+    s.finished("a.com", now=5)
+    assert drain(s, 5) == ["a.com"]
+    s.finished("a.com", now=6)
+    assert drain(s, 6) == []
+    assert s.next_due() == 66
+
+
+def test_failure_retries_after_backoff_and_counts() -> None:
+    s = ZoneSchedule(interval=60)
+    s.add("a.com", now=0)
+    drain(s, 0)
+    s.finished("a.com", now=0, retry_in=2)
+    assert s.failures("a.com") == 1
+    assert s.next_due() == 2
+    drain(s, 2)
+    s.finished("a.com", now=2)
+    assert s.failures("a.com") == 0
+
+
+def test_removed_zone_is_never_handed_out() -> None:
+    s = ZoneSchedule(interval=60)
+    s.add("a.com", now=0)
+    s.add("b.com", now=0)
+    s.remove("a.com")
+    assert drain(s, 0) == ["b.com"]
+    s.finished("a.com", now=1)  # a late finish of a released zone is ignored
+    assert "a.com" not in s
+    assert s.next_due() is None
