@@ -1,0 +1,100 @@
+"""What each replica serves on its metrics address: /metrics, /healthz, /readyz and /shards.
+
+The HTTP server runs in its own threads (stdlib ThreadingHTTPServer) so a slow scraper never stalls the
+event loop; the answers themselves are computed on the event loop through an anyio BlockingPortal, so they
+read the replica's state without locks and always see a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+from anyio.from_thread import BlockingPortal
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from shardsync.logs import get_logger
+
+log = get_logger(__name__)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """`:7979` → ("", 7979) (every interface, as external-dns); `127.0.0.1:0` → a free loopback port."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"metrics address {address!r} is not HOST:PORT or :PORT")
+    return host.strip("[]"), int(port)
+
+
+class StatusEndpoints:
+    """The callables behind the endpoints; each runs on the event loop."""
+
+    def __init__(
+        self,
+        ready: Callable[[], tuple[bool, str]],
+        shards: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.ready = ready
+        self.shards = shards
+
+
+class StatusServer:
+    """Serves the endpoints until `stop()`; `port` is the bound port (useful with port 0)."""
+
+    def __init__(self, address: str, endpoints: StatusEndpoints, portal: BlockingPortal) -> None:
+        host, port = parse_address(address)
+        handler = _make_handler(endpoints, portal)
+        self._httpd = ThreadingHTTPServer((host, port), handler)
+        self._httpd.daemon_threads = True
+        self.port: int = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="status-http", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        log.info("serving status endpoints", port=self.port)
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def _make_handler(endpoints: StatusEndpoints, portal: BlockingPortal) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+
+        def log_message(self, format: str, *args: Any) -> None:  # scrapes are not events worth a log line
+            pass
+
+        def _send(self, code: int, body: bytes, content_type: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            try:
+                if path == "/metrics":
+                    self._send(200, generate_latest(REGISTRY), CONTENT_TYPE_LATEST)
+                elif path == "/healthz":
+                    # Answering at all proves the process and its event loop are alive.
+                    portal.call(lambda: None)
+                    self._send(200, b"ok\n", "text/plain")
+                elif path == "/readyz":
+                    ok, why = portal.call(endpoints.ready)
+                    self._send(200 if ok else 503, (why or "ok").encode() + b"\n", "text/plain")
+                elif path == "/shards":
+                    body = orjson.dumps(portal.call(endpoints.shards), option=orjson.OPT_INDENT_2)
+                    self._send(200, body, "application/json")
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+            except Exception as exc:  # the replica is shutting down or the snapshot failed
+                self._send(503, f"unavailable: {exc}\n".encode(), "text/plain")
+
+    return Handler
