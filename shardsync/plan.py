@@ -1,0 +1,321 @@
+"""The planner: one zone's desired and current endpoints -> Changes (external-dns's plan package; pure).
+
+The rules, following external-dns's plan/plan.go and plan/conflict.go unless said otherwise:
+
+- Only managed record types take part (`--managed-record-types`, default A, AAAA, CNAME, minus
+  `--exclude-record-types`); records of other types are ignored on both sides.
+- An RRset is identified by (name, type, set identifier): different set identifiers are different RRsets.
+- Create what is desired and not current. external-dns creates only where it has an ownership claim: when
+  the (name, set identifier) holds a managed record that is not ours, the create is skipped and reported.
+- Update what is desired and current when the targets differ (compared as sets, case-insensitively, IPv6 in
+  any spelling), when the desired TTL is configured (non-zero) and differs, or when the provider-specific
+  properties differ. Only records owned by `owner_id`; a needed update of another owner's record is
+  skipped and reported.
+- Delete what is current, ours, and no longer desired. Other owners' records are left alone silently.
+- Two desired endpoints with one key (shardsync's rule, deterministic on every replica): the oldest source
+  object wins. Sources put the object's creationTimestamp in the `shardsync/created` label
+  (`CREATED_LABEL`); an endpoint without a readable one counts as the newest. Ties go to the endpoint
+  whose resource already holds the record (external-dns's stickiness), then to the smallest `resource`
+  label, then to the smallest targets. The losers are reported as a `Conflict` (the caller emits an Event
+  and a metric); a duplicate from the same resource with the same content is merged silently.
+- A CNAME never shares a name with other records (RFC 1034 3.6.2). When CNAME and other types are desired
+  at one name, the other types win and the CNAMEs are dropped and reported (external-dns's
+  PerResource.ResolveRecordTypes prefers A/AAAA); unlike external-dns this holds across set identifiers.
+  An existing CNAME of ours there is deleted. A create that would put a CNAME beside a record that stays
+  (or another type beside a CNAME that stays, whoever owns it) is skipped: the server would refuse it.
+- Policies: `sync` applies everything, `upsert-only` no deletes, `create-only` only creates; what a
+  policy holds back is returned in `PlanResult.suppressed`.
+
+Every list in the result is sorted by key, so equal inputs give equal plans whatever their order.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from operator import attrgetter
+
+from shardsync.endpoint import (
+    CREATED_LABEL,
+    DEFAULT_MANAGED_TYPES,
+    OWNER_LABEL,
+    RESOURCE_LABEL,
+    Changes,
+    Endpoint,
+)
+
+DEFAULT_OWNER_ID = "default"  # external-dns's --txt-owner-id default
+
+Key = tuple[str, str, str]
+_by_key = attrgetter("key")
+
+
+class Policy(StrEnum):
+    SYNC = "sync"
+    UPSERT_ONLY = "upsert-only"
+    CREATE_ONLY = "create-only"
+
+
+class SkipReason(StrEnum):
+    FOREIGN_OWNER = "foreign-owner"  # a create where another owner's (or an unowned) record holds the name
+    NOT_OWNED = "not-owned"  # an update or delete of a record that is not ours
+    CNAME_CONFLICT = "cname-conflict"  # a create that would put a CNAME beside another record
+
+
+class ConflictReason(StrEnum):
+    SAME_RECORD = "same-record"  # several source objects want one RRset
+    RECORD_TYPE = "record-type"  # a CNAME wanted at a name where other types are wanted too
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A change the planner or the registry would not make, and why."""
+
+    endpoint: Endpoint
+    reason: SkipReason
+    owner: str = ""  # owner of the record in the way ("" when unowned or not known)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Source objects that asked for an RRset another object won."""
+
+    winner: Endpoint
+    losers: tuple[Endpoint, ...]
+    reason: ConflictReason
+
+    @property
+    def loser_resources(self) -> tuple[str, ...]:
+        return tuple(e.labels.get(RESOURCE_LABEL, "") for e in self.losers)
+
+
+@dataclass(slots=True)
+class PlanResult:
+    changes: Changes
+    conflicts: list[Conflict] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    suppressed: Changes = field(default_factory=Changes)  # held back by the policy
+
+
+def plan(
+    desired: Iterable[Endpoint],
+    current: Iterable[Endpoint],
+    policy: Policy | str = Policy.SYNC,
+    owner_id: str = DEFAULT_OWNER_ID,
+    managed_types: Collection[str] = DEFAULT_MANAGED_TYPES,
+    exclude_types: Collection[str] = (),
+) -> PlanResult:
+    """The changes that move `current` (labelled by the registry) towards `desired`, for one zone."""
+    policy = Policy(policy)
+    managed = frozenset(managed_types) - frozenset(exclude_types)
+    current = current if isinstance(current, list | tuple) else list(current)
+
+    want: dict[Key, Endpoint] = {}
+    dupes: dict[Key, list[Endpoint]] = {}
+    cname_names: set[str] = set()
+    for ep in desired:
+        rtype = ep.record_type
+        if rtype not in managed:
+            continue
+        key = ep.key
+        first = want.get(key)
+        if first is None:
+            want[key] = ep
+        elif key in dupes:
+            dupes[key].append(ep)
+        else:
+            dupes[key] = [first, ep]
+        if rtype == "CNAME":
+            cname_names.add(ep.dns_name)
+
+    have: dict[Key, Endpoint] = {}
+    for ep in current:
+        if ep.record_type in managed:
+            have[ep.key] = ep
+
+    conflicts: list[Conflict] = []
+    for key, candidates in dupes.items():
+        holder = have.get(key)
+        winner, conflict = _resolve(candidates, holder.labels.get(RESOURCE_LABEL, "") if holder else "")
+        want[key] = winner
+        if conflict is not None:
+            conflicts.append(conflict)
+    if cname_names:
+        _drop_conflicting_cnames(want, cname_names, have, conflicts)
+
+    creates: list[Endpoint] = []
+    update_old: list[Endpoint] = []
+    update_new: list[Endpoint] = []
+    skipped: list[Skipped] = []
+    for key, w in want.items():
+        c = have.get(key)
+        if c is None:
+            creates.append(w)
+            continue
+        if (
+            w.targets == c.targets
+            and (not w.ttl or w.ttl == c.ttl)
+            and w.provider_specific == c.provider_specific
+        ):
+            continue  # the common case, decided without allocating
+        if not _needs_update(w, c):
+            continue
+        owner = c.labels.get(OWNER_LABEL, "")
+        if owner != owner_id:
+            skipped.append(Skipped(w, SkipReason.NOT_OWNED, owner))
+            continue
+        update_old.append(c)
+        update_new.append(w if w.labels.get(OWNER_LABEL) == owner_id else w.with_labels(owner=owner_id))
+
+    deletes = [c for key, c in have.items() if key not in want and c.labels.get(OWNER_LABEL) == owner_id]
+
+    suppressed = Changes()
+    if policy is not Policy.SYNC:
+        suppressed.delete, deletes = deletes, []
+    if policy is Policy.CREATE_ONLY:
+        suppressed.update_old, suppressed.update_new = update_old, update_new
+        update_old, update_new = [], []
+
+    if creates:
+        creates = _guard_creates(creates, current, deletes, managed, owner_id, skipped)
+
+    creates.sort(key=_by_key)
+    deletes.sort(key=_by_key)
+    if len(update_old) > 1:
+        order = sorted(range(len(update_old)), key=lambda i: update_old[i].key)
+        update_old = [update_old[i] for i in order]
+        update_new = [update_new[i] for i in order]
+    skipped.sort(key=lambda s: s.endpoint.key)
+    conflicts.sort(key=lambda c: c.winner.key)
+    return PlanResult(Changes(creates, update_old, update_new, deletes), conflicts, skipped, suppressed)
+
+
+def _needs_update(want: Endpoint, have: Endpoint) -> bool:
+    if want.ttl and want.ttl != have.ttl:
+        return True
+    if want.provider_specific != have.provider_specific and dict(want.provider_specific) != dict(
+        have.provider_specific
+    ):
+        return True
+    return not _same_targets(want.targets, have.targets)
+
+
+def _same_targets(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """external-dns's Targets.Same: equal as sets, case-insensitive, IP addresses in any spelling."""
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    return sorted(map(_canonical_target, a)) == sorted(map(_canonical_target, b))
+
+
+def _canonical_target(target: str) -> str:
+    text = target.strip().lower()
+    if ":" in text:
+        try:
+            return str(ipaddress.ip_address(text))
+        except ValueError:
+            pass
+    return text.rstrip(".")
+
+
+def _created(ep: Endpoint) -> float:
+    """Seconds since the epoch of the source object's creation; +inf when unknown (counts as newest)."""
+    text = ep.labels.get(CREATED_LABEL)
+    if not text:
+        return math.inf
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        return math.inf
+    if stamp.tzinfo is None:
+        return math.inf  # a timestamp without a zone cannot be ordered against the others
+    return stamp.timestamp()
+
+
+def _rank(ep: Endpoint, holder_resource: str) -> tuple[float, bool, str, tuple[str, ...], int]:
+    resource = ep.labels.get(RESOURCE_LABEL, "")
+    return (_created(ep), resource != holder_resource or not holder_resource, resource, ep.targets, ep.ttl)
+
+
+def _resolve(candidates: list[Endpoint], holder_resource: str) -> tuple[Endpoint, Conflict | None]:
+    """The oldest candidate, and the conflict to report when a different object lost."""
+    ranked = sorted(candidates, key=lambda e: _rank(e, holder_resource))
+    winner = ranked[0]
+    same = (winner.labels.get(RESOURCE_LABEL, ""), winner.targets, winner.ttl, winner.provider_specific)
+    losers = tuple(
+        e
+        for e in ranked[1:]
+        if (e.labels.get(RESOURCE_LABEL, ""), e.targets, e.ttl, e.provider_specific) != same
+    )
+    return winner, Conflict(winner, losers, ConflictReason.SAME_RECORD) if losers else None
+
+
+def _drop_conflicting_cnames(
+    want: dict[Key, Endpoint], cname_names: set[str], have: dict[Key, Endpoint], conflicts: list[Conflict]
+) -> None:
+    others: dict[str, list[Endpoint]] = {}
+    cnames: dict[str, list[Endpoint]] = {}
+    for key, ep in want.items():
+        if key[0] in cname_names:
+            (cnames if key[1] == "CNAME" else others).setdefault(key[0], []).append(ep)
+    for name, other_eps in others.items():
+        holder = next((have[e.key] for e in other_eps if e.key in have), None)
+        holder_resource = holder.labels.get(RESOURCE_LABEL, "") if holder else ""
+        winner = min(other_eps, key=lambda e: _rank(e, holder_resource))
+        losers = sorted(cnames[name], key=_by_key)
+        for loser in losers:
+            del want[loser.key]
+        conflicts.append(Conflict(winner, tuple(losers), ConflictReason.RECORD_TYPE))
+
+
+def _guard_creates(
+    creates: list[Endpoint],
+    current: Iterable[Endpoint],
+    deletes: list[Endpoint],
+    managed: frozenset[str],
+    owner_id: str,
+    skipped: list[Skipped],
+) -> list[Endpoint]:
+    """Drop creates on names held by another owner or that would break the CNAME rule."""
+    names = {e.dns_name for e in creates}
+    at_name: dict[str, list[Endpoint]] = {}
+    for ep in current:
+        if ep.dns_name in names:
+            at_name.setdefault(ep.dns_name, []).append(ep)
+    if not at_name:
+        return creates
+    going = {e.key for e in deletes}
+    kept: list[Endpoint] = []
+    for ep in creates:
+        neighbours = at_name.get(ep.dns_name)
+        if not neighbours:
+            kept.append(ep)
+            continue
+        reason: SkipReason | None = None
+        blocker = ""
+        for other in neighbours:
+            owner = other.labels.get(OWNER_LABEL, "")
+            if (
+                other.set_identifier == ep.set_identifier
+                and other.record_type in managed
+                and owner != owner_id
+            ):
+                reason, blocker = SkipReason.FOREIGN_OWNER, owner
+                break
+        if reason is None:
+            for other in neighbours:
+                if other.key in going:
+                    continue
+                if ep.record_type == "CNAME" or other.record_type == "CNAME":
+                    reason, blocker = SkipReason.CNAME_CONFLICT, other.labels.get(OWNER_LABEL, "")
+                    break
+        if reason is None:
+            kept.append(ep)
+        else:
+            skipped.append(Skipped(ep, reason, blocker))
+    return kept
