@@ -262,7 +262,8 @@ class TxtRegistry:
             elif replacement and name == "*":
                 name = replacement
             labels = label_map.get((name, rtype, set_id)) if label_map else None
-            if labels is None and label_map and rtype != "AAAA":
+            typed = labels is not None
+            if not typed and label_map and rtype != "AAAA":
                 labels = label_map.get((name, "", set_id))
             if labels:
                 ep = Endpoint(
@@ -275,21 +276,23 @@ class TxtRegistry:
                     provider_specific=ep.provider_specific,
                 )
             current.append(ep)
+            key = (ep.dns_name, rtype, set_id)
             owner = ep.labels.get(OWNER_LABEL, "")
-            owner_by_key[ep.key] = owner
+            owner_by_key[key] = owner
             managed = rtype in self.managed_types
             if managed and owner != self.owner_id:
                 foreign_rows.setdefault((ep.dns_name, set_id), owner)
             if legacy_txts and rtype != "AAAA":
                 legacy = (self.mapper.legacy_txt_name(ep.dns_name), set_id)
                 if legacy in legacy_txts:
-                    legacy_users.setdefault(legacy, []).append(ep.key)
+                    legacy_users.setdefault(legacy, []).append(key)
             # external-dns upgrades records of ours that lack the typed TXT record (it forces an update
             # whose new TXT record is the typed one); here the typed record is simply created.
             if (
                 managed
                 and owner == self.owner_id
                 and txts
+                and not typed
                 and (self.mapper.txt_name(ep.dns_name, rtype), set_id) not in txts
             ):
                 upgrades.append(ep)
