@@ -1,0 +1,193 @@
+"""What a source returns for one object: desired endpoints plus the problems met on the way.
+
+Translation is pure and never raises on bad input: anything wrong with an object becomes a `Problem`
+naming the object and the field, which the caller turns into a Kubernetes Event and a metric. This module
+also holds the shared pieces of the three sources: safe access to plain-dict objects, the A/AAAA/CNAME
+choice for a target, and `EndpointSet`, which merges, labels and validates one object's endpoints.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from shardsync.endpoint import (
+    CREATED_LABEL,
+    RESOURCE_LABEL,
+    Endpoint,
+    InvalidEndpoint,
+    normalize_name,
+)
+
+# --- plain-dict access: the API server's JSON, but tolerate any shape -----------------------------------
+
+
+def get(obj: Any, *path: str) -> Any:
+    """obj[path[0]][path[1]]...; None when any step is missing or not a mapping."""
+    cur = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def get_str(obj: Any, *path: str) -> str:
+    value = get(obj, *path)
+    return value if isinstance(value, str) else ""
+
+
+def get_list(obj: Any, *path: str) -> list[Any]:
+    value = get(obj, *path)
+    return value if isinstance(value, list) else []
+
+
+def get_str_map(obj: Any, *path: str) -> dict[str, str]:
+    """A string-to-string map such as labels or annotations; other entries are dropped."""
+    value = get(obj, *path)
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def get_str_list(obj: Any, *path: str) -> list[str]:
+    return [v for v in get_list(obj, *path) if isinstance(v, str)]
+
+
+# --- results -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The object a result or a problem is about; enough to post a Kubernetes Event on it."""
+
+    api_version: str
+    kind: str  # API kind: Service, Ingress, DNSEndpoint
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_kind: str = ""  # lower-case kind of external-dns's resource label: service, ingress, crd
+
+    @classmethod
+    def of(cls, obj: Any, api_version: str, kind: str, resource_kind: str) -> ObjectRef:
+        return cls(
+            api_version=get_str(obj, "apiVersion") or api_version,
+            kind=kind,
+            namespace=get_str(obj, "metadata", "namespace"),
+            name=get_str(obj, "metadata", "name"),
+            uid=get_str(obj, "metadata", "uid"),
+            resource_kind=resource_kind,
+        )
+
+    @property
+    def resource(self) -> str:
+        """external-dns's `resource` label value: `<kind>/<namespace>/<name>`."""
+        return f"{self.resource_kind}/{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something about an object that produced no endpoint or a different one than asked for."""
+
+    ref: ObjectRef
+    field: str  # where in the object, e.g. `metadata.annotations[external-dns.kubernetes.io/ttl]`
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.ref.resource} {self.field}: {self.message}"
+
+
+@dataclass(slots=True)
+class SourceResult:
+    """One object's desired endpoints (valid, labelled, sorted by key) and its problems."""
+
+    endpoints: list[Endpoint] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+# --- building endpoints --------------------------------------------------------------------------------
+
+
+def suitable_type(target: str) -> str:
+    """external-dns's SuitableType: A for an IPv4 address, AAAA for IPv6, CNAME for anything else."""
+    try:
+        ip = ipaddress.ip_address(target)
+    except ValueError:
+        return "CNAME"
+    return "A" if ip.version == 4 else "AAAA"
+
+
+def canonical_target(record_type: str, target: str) -> str:
+    """Addresses in their canonical text form, so `2001:DB8::1` and `2001:db8::1` compare equal."""
+    if record_type in ("A", "AAAA"):
+        try:
+            return str(ipaddress.ip_address(target))
+        except ValueError:
+            return target
+    return target
+
+
+class EndpointSet:
+    """Collects one object's endpoints: targets of the same RRset merge, then each is labelled and validated.
+
+    An endpoint that fails `Endpoint.validate()` is dropped and reported as a problem on the field that
+    named it, so one bad hostname never hides the object's other records.
+    """
+
+    def __init__(
+        self,
+        ref: ObjectRef,
+        created: str,
+        ttl: int = 0,
+        set_identifier: str = "",
+        provider_specific: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        self.ref = ref
+        self.ttl = ttl
+        self.set_identifier = set_identifier
+        self.provider_specific = tuple(provider_specific)
+        self.labels = {RESOURCE_LABEL: ref.resource}
+        if created:
+            self.labels[CREATED_LABEL] = created
+        self.problems: list[Problem] = []
+        self._targets: dict[tuple[str, str], dict[str, None]] = {}  # ordered sets
+        self._fields: dict[tuple[str, str], str] = {}
+
+    def problem(self, field_path: str, message: str) -> None:
+        self.problems.append(Problem(self.ref, field_path, message))
+
+    def add(self, name: str, record_type: str, targets: Iterable[str], field_path: str) -> None:
+        """Add targets to the RRset (name, type); an RRset with no target at all is not created."""
+        wanted = [canonical_target(record_type, t) for t in targets if t]
+        if not wanted:
+            return
+        key = (normalize_name(name), record_type)
+        self._targets.setdefault(key, {}).update(dict.fromkeys(wanted))
+        self._fields.setdefault(key, field_path)
+
+    def add_targets(self, name: str, targets: Iterable[str], field_path: str) -> None:
+        """external-dns's EndpointsForHostname: targets split into A, AAAA and CNAME RRsets."""
+        for target in targets:
+            self.add(name, suitable_type(target), [target], field_path)
+
+    def result(self, extra_problems: Iterable[Problem] = ()) -> SourceResult:
+        out = SourceResult(problems=[*extra_problems, *self.problems])
+        for (name, record_type), targets in sorted(self._targets.items()):
+            ep = Endpoint.new(
+                dns_name=name,
+                record_type=record_type,
+                targets=targets,
+                ttl=self.ttl,
+                set_identifier=self.set_identifier,
+                labels=self.labels,
+                provider_specific=self.provider_specific,
+            )
+            try:
+                ep.validate()
+            except InvalidEndpoint as exc:
+                out.problems.append(Problem(self.ref, self._fields[(name, record_type)], f"dropped: {exc}"))
+                continue
+            out.endpoints.append(ep)
+        return out

@@ -1,0 +1,336 @@
+"""Service → desired endpoints, as external-dns's service source computes them (pure; plain-dict objects).
+
+For each name in the `hostname` (and `internal-hostname`) annotation the targets are, unless the `target`
+annotation replaces them:
+
+- LoadBalancer: spec.externalIPs, else every status.loadBalancer.ingress ip and hostname
+  (`internal-hostname`: the cluster IP);
+- ClusterIP: the cluster IP, only with `--publish-internal-services` or for `internal-hostname`;
+- headless (clusterIP None): from the Service's EndpointSlices, one RRset with every ready pod plus
+  `<pod spec.hostname>.<name>` per pod that has a hostname (`publishNotReadyAddresses` adds the not-ready
+  ones; `endpoints-type` and `--publish-host-ip` switch to node or host addresses; a pod's own `target`
+  annotation replaces its address);
+- NodePort: the nodes' ExternalIPs (plus IPv6 InternalIPs), else their InternalIPs, as the `access`
+  annotation chooses, only the nodes running ready pods when externalTrafficPolicy is Local; plus one SRV
+  record `_<service name>._<protocol>.<name>` → `0 50 <nodePort> <name>` per node port;
+- ExternalName: spec.externalIPs, else spec.externalName.
+
+IPv4 targets make A records, IPv6 AAAA, anything else CNAME. Every endpoint carries the labels
+`resource=service/<ns>/<name>` and `shardsync/created=<creationTimestamp>`.
+
+Which other objects the result depends on is told by `service_dependencies`, so a cache knows which Node,
+EndpointSlice and Pod events must re-translate which Service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from shardsync.sources import annotations as ann
+from shardsync.sources.options import SourceOptions
+from shardsync.sources.result import (
+    EndpointSet,
+    ObjectRef,
+    Problem,
+    SourceResult,
+    get,
+    get_list,
+    get_str,
+    get_str_list,
+    get_str_map,
+    suitable_type,
+)
+from shardsync.sources.selectors import selector_from_labels
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # EndpointSlice → its Service (discovery.k8s.io/v1)
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceDependencies:
+    """Which other objects can change a Service's endpoints (all False: only the Service itself)."""
+
+    nodes: bool = False  # any Node (NodePort; headless with endpoints-type NodeExternalIP)
+    endpoint_slices: bool = False  # EndpointSlices labelled kubernetes.io/service-name=<name>, same namespace
+    pods: bool = False  # Pods of the namespace that spec.selector matches
+
+
+def service_type(svc: Obj) -> str:
+    return get_str(svc, "spec", "type") or "ClusterIP"
+
+
+def is_headless(svc: Obj) -> bool:
+    return service_type(svc) == "ClusterIP" and get_str(svc, "spec", "clusterIP") == "None"
+
+
+def _selected(svc: Obj, opts: SourceOptions, parsed: ann.Annotations) -> bool:
+    return opts.service_type_selected(service_type(svc)) and not parsed.controller_mismatch
+
+
+def service_dependencies(svc: Obj, opts: SourceOptions) -> ServiceDependencies:
+    """What besides the Service itself `service_endpoints` reads for this Service."""
+    parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
+    if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation or parsed.targets:
+        return ServiceDependencies()
+    if not parsed.hostnames and not parsed.internal_hostnames:
+        return ServiceDependencies()
+    if service_type(svc) == "NodePort":
+        local = get_str(svc, "spec", "externalTrafficPolicy") == "Local"
+        return ServiceDependencies(nodes=True, pods=local)
+    if is_headless(svc):
+        node_ips = parsed.endpoints_type == ann.ENDPOINTS_TYPE_NODE_EXTERNAL_IP
+        return ServiceDependencies(nodes=node_ips, endpoint_slices=True, pods=True)
+    return ServiceDependencies()
+
+
+def slice_service(endpoint_slice: Obj) -> tuple[str, str] | None:
+    """(namespace, service name) an EndpointSlice belongs to, or None."""
+    name = get_str_map(endpoint_slice, "metadata", "labels").get(SERVICE_NAME_LABEL)
+    if not name:
+        return None
+    return get_str(endpoint_slice, "metadata", "namespace"), name
+
+
+def pod_key(namespace: str, name: str) -> str:
+    """The key `service_endpoints` expects in its `pods` mapping."""
+    return f"{namespace}/{name}"
+
+
+def service_endpoints(
+    svc: Obj,
+    nodes: Mapping[str, Obj] | None = None,
+    slices: Sequence[Obj] = (),
+    pods: Mapping[str, Obj] | None = None,
+    opts: SourceOptions | None = None,
+) -> SourceResult:
+    """A Service's desired endpoints and problems.
+
+    `nodes` maps node name → Node; `slices` holds (at least) the Service's EndpointSlices; `pods` maps
+    `pod_key(namespace, name)` → Pod and needs (at least) the pods `spec.selector` matches. Extra objects
+    are ignored, so a caller may pass its whole cache. A Service skipped by `--service-type-filter` or by
+    the `controller` annotation gives an empty result.
+    """
+    opts = opts or SourceOptions()
+    ref = ObjectRef.of(svc, "v1", "Service", "service")
+    parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
+    if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation:
+        return SourceResult()
+    ctx = _Context(svc, ref, parsed, nodes or {}, slices, pods or {}, opts)
+    for hostname in parsed.hostnames:
+        ctx.generate(hostname, parsed.field(ann.HOSTNAME), internal=False)
+    for hostname in parsed.internal_hostnames:
+        ctx.generate(hostname, parsed.field(ann.INTERNAL_HOSTNAME), internal=True)
+    extra = [Problem(ref, p.field, p.message) for p in parsed.problems]
+    return ctx.out.result(extra)
+
+
+class _Context:
+    """One Service's translation: the inputs and the EndpointSet the hostnames fill."""
+
+    def __init__(
+        self,
+        svc: Obj,
+        ref: ObjectRef,
+        parsed: ann.Annotations,
+        nodes: Mapping[str, Obj],
+        slices: Sequence[Obj],
+        pods: Mapping[str, Obj],
+        opts: SourceOptions,
+    ) -> None:
+        self.svc, self.ref, self.parsed = svc, ref, parsed
+        self.nodes, self.slices, self.pods, self.opts = nodes, slices, pods, opts
+        self.namespace = ref.namespace
+        self._selected_pods: list[Obj] | None = None
+        self.out = EndpointSet(
+            ref,
+            created=get_str(svc, "metadata", "creationTimestamp"),
+            ttl=parsed.ttl,
+            set_identifier=parsed.set_identifier,
+            provider_specific=parsed.provider_specific,
+        )
+
+    def generate(self, hostname: str, field_path: str, internal: bool) -> None:
+        """external-dns's generateEndpoints for one hostname."""
+        hostname = hostname.rstrip(".")
+        targets: Iterable[str] = self.parsed.targets
+        if not self.parsed.targets:
+            kind = service_type(self.svc)
+            if kind == "LoadBalancer":
+                targets = self.cluster_ip() if internal else self.load_balancer_targets()
+            elif kind == "ClusterIP":
+                if is_headless(self.svc):
+                    self.headless(hostname, field_path)
+                elif internal or self.opts.publish_internal:
+                    targets = self.cluster_ip()
+            elif kind == "NodePort":
+                targets = self.node_port_targets()
+                self.node_port_srv(hostname, field_path)
+            elif kind == "ExternalName":
+                targets = get_str_list(self.svc, "spec", "externalIPs") or [
+                    get_str(self.svc, "spec", "externalName")
+                ]
+        self.out.add_targets(hostname, targets, field_path)
+
+    def cluster_ip(self) -> list[str]:
+        ip = get_str(self.svc, "spec", "clusterIP")
+        return [] if ip == "None" else [ip]
+
+    def load_balancer_targets(self) -> list[str]:
+        external = get_str_list(self.svc, "spec", "externalIPs")
+        if external:
+            return external
+        targets: list[str] = []
+        for lb in get_list(self.svc, "status", "loadBalancer", "ingress"):
+            targets += [get_str(lb, "ip"), get_str(lb, "hostname")]
+        return targets
+
+    # --- NodePort ---------------------------------------------------------------------------------------
+
+    def selected_pods(self) -> list[Obj]:
+        """Pods of the Service's namespace matched by spec.selector (an empty selector matches all)."""
+        if self._selected_pods is None:
+            selector = selector_from_labels(get_str_map(self.svc, "spec", "selector"))
+            prefix = self.namespace + "/"
+            self._selected_pods = [
+                pod
+                for key, pod in self.pods.items()
+                if key.startswith(prefix)
+                and get_str(pod, "metadata", "namespace") == self.namespace
+                and selector.matches(get_str_map(pod, "metadata", "labels"))
+            ]
+        return self._selected_pods
+
+    def local_traffic_nodes(self) -> list[Obj]:
+        """Nodes running the Service's pods, preferring ready and non-terminating ones (as external-dns)."""
+        running: dict[str, Obj] = {}
+        ready: dict[str, Obj] = {}
+        serving: dict[str, Obj] = {}
+        for pod in self.selected_pods():
+            if get_str(pod, "status", "phase") != "Running":
+                continue
+            node_name = get_str(pod, "spec", "nodeName")
+            node = self.nodes.get(node_name)
+            if node is None or node_name in running:
+                continue
+            running[node_name] = node
+            if _pod_ready(pod):
+                ready[node_name] = node
+                if get(pod, "metadata", "deletionTimestamp") is None:
+                    serving[node_name] = node
+        return list((serving or ready or running).values())
+
+    def node_port_targets(self) -> list[str]:
+        if get_str(self.svc, "spec", "externalTrafficPolicy") == "Local":
+            node_list = self.local_traffic_nodes()
+        else:
+            node_list = [self.nodes[name] for name in sorted(self.nodes)]
+        external: list[str] = []
+        internal: list[str] = []
+        internal_v6: list[str] = []
+        for node in node_list:
+            for address in get_list(node, "status", "addresses"):
+                value = get_str(address, "address")
+                if get_str(address, "type") == "ExternalIP":
+                    external.append(value)
+                elif get_str(address, "type") == "InternalIP":
+                    internal.append(value)
+                    if suitable_type(value) == "AAAA":
+                        internal_v6.append(value)
+        access = self.parsed.access
+        if access == "public" or (access != "private" and external):
+            return external + internal_v6
+        return internal
+
+    def node_port_srv(self, hostname: str, field_path: str) -> None:
+        """One SRV record per node port: `_<service>._<proto>.<hostname>` → `0 50 <nodePort> <hostname>`."""
+        for port in get_list(self.svc, "spec", "ports"):
+            node_port = get(port, "nodePort")
+            if not isinstance(node_port, int) or isinstance(node_port, bool) or node_port <= 0:
+                continue
+            protocol = get_str(port, "protocol").lower() or "tcp"
+            name = f"_{self.ref.name}._{protocol}.{hostname}"
+            self.out.add(name, "SRV", [f"0 50 {node_port} {hostname}"], field_path)
+
+    # --- headless ----------------------------------------------------------------------------------------
+
+    def headless(self, hostname: str, field_path: str) -> None:
+        """external-dns's extractHeadlessEndpoints, from EndpointSlices."""
+        endpoints_type = self.parsed.endpoints_type
+        node_ips = endpoints_type == ann.ENDPOINTS_TYPE_NODE_EXTERNAL_IP
+        host_ips = endpoints_type == ann.ENDPOINTS_TYPE_HOST_IP or self.opts.publish_host_ip
+        publish_pod_ips = not node_ips and not host_ips
+        publish_not_ready = (
+            get(self.svc, "spec", "publishNotReadyAddresses") is True
+            or self.opts.always_publish_not_ready_addresses
+        )
+        pods = {get_str(p, "metadata", "name"): p for p in self.selected_pods()}
+        found: dict[tuple[str, str], list[str]] = {}
+        for endpoint_slice in self.slices:
+            if slice_service(endpoint_slice) != (self.namespace, self.ref.name):
+                continue
+            address_type = get_str(endpoint_slice, "addressType")
+            for ep in get_list(endpoint_slice, "endpoints"):
+                ready = get(ep, "conditions", "ready")
+                if ready is not None and ready is not True and not publish_not_ready:
+                    continue
+                if publish_pod_ips and address_type not in ("IPv4", "IPv6"):
+                    continue
+                ref = get(ep, "targetRef")
+                if get_str(ref, "kind") != "Pod" or get_str(ref, "apiVersion"):
+                    continue
+                # A pod missing from the cache (created or deleted a moment ago) is skipped, not reported:
+                # the next event about it re-translates the Service.
+                pod = pods.get(get_str(ref, "name"))
+                if pod is None:
+                    continue
+                domains = [hostname]
+                pod_hostname = get_str(pod, "spec", "hostname")
+                if pod_hostname:
+                    domains.append(f"{pod_hostname}.{hostname}")
+                targets = list(ann.targets_of(get_str_map(pod, "metadata", "annotations")))
+                if not targets:
+                    if node_ips:
+                        node_name = get_str(pod, "spec", "nodeName")
+                        node = self.nodes.get(node_name)
+                        if node is None:
+                            # external-dns gives up on the whole Service here, and so do we.
+                            self.out.problem(
+                                field_path,
+                                f"node {node_name!r} of pod {get_str(ref, 'name')!r} not found; "
+                                f"no NodeExternalIP records for {hostname}",
+                            )
+                            return
+                        targets = self.node_external_ips(node)
+                    elif host_ips:
+                        targets = [get_str(pod, "status", "hostIP")]
+                    else:
+                        addresses = get_str_list(ep, "addresses")
+                        if not addresses:
+                            continue
+                        targets = addresses[:1]  # further addresses have no defined meaning
+                for domain in domains:
+                    for target in targets:
+                        if target:
+                            found.setdefault((domain, suitable_type(target)), []).append(target)
+        for (domain, record_type), targets in sorted(found.items()):
+            self.out.add(domain, record_type, targets, field_path)
+
+    def node_external_ips(self, node: Obj) -> list[str]:
+        out: list[str] = []
+        for address in get_list(node, "status", "addresses"):
+            value, kind = get_str(address, "address"), get_str(address, "type")
+            if kind == "ExternalIP" or (
+                self.opts.expose_internal_ipv6 and kind == "InternalIP" and suitable_type(value) == "AAAA"
+            ):
+                out.append(value)
+        return out
+
+
+def _pod_ready(pod: Obj) -> bool:
+    return any(
+        get_str(c, "type") == "Ready" and get_str(c, "status") == "True"
+        for c in get_list(pod, "status", "conditions")
+    )
