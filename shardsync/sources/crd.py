@@ -1,0 +1,103 @@
+"""DNSEndpoint (externaldns.k8s.io/v1alpha1) → desired endpoints, as external-dns's crd source reads them.
+
+spec.endpoints[] holds endpoints in external-dns's JSON form. Each is parsed with `Endpoint.from_json` and
+checked with `Endpoint.validate()`; an invalid one is dropped and reported, the others are kept. Like
+external-dns, a target ending in a dot is refused except for CNAME, MX and TXT records. The user's labels
+are kept (except `shardsync/...`, which steer the planner and are set here only), plus
+`resource=crd/<ns>/<name>` and `shardsync/created`; A and AAAA targets are put in canonical form. Two
+entries for the same RRset merge their targets (a second CNAME target is refused instead, CNAME holding
+one), as external-dns's MergeEndpoints does. `observed_generation_to_write` tells the caller when
+status.observedGeneration is due.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from shardsync.endpoint import (
+    CREATED_LABEL,
+    INTERNAL_LABEL_PREFIX,
+    RESOURCE_LABEL,
+    Endpoint,
+    InvalidEndpoint,
+)
+from shardsync.sources.result import ObjectRef, Problem, SourceResult, canonical_target, get, get_str
+
+API_VERSION = "externaldns.k8s.io/v1alpha1"
+KIND = "DNSEndpoint"
+
+# Record types whose targets may end in a dot (external-dns's crd source refuses it for the others).
+_DOT_ALLOWED = frozenset({"CNAME", "MX", "TXT"})
+
+Obj = Mapping[str, Any]
+
+
+def observed_generation_to_write(obj: Obj) -> int | None:
+    """metadata.generation when status.observedGeneration lags behind it, else None."""
+    generation = get(obj, "metadata", "generation")
+    if not isinstance(generation, int) or isinstance(generation, bool):
+        return None
+    return None if get(obj, "status", "observedGeneration") == generation else generation
+
+
+def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoint | None, str]:
+    """(endpoint, "") or (None, why it was refused)."""
+    if not isinstance(raw, Mapping):
+        return None, "an endpoint must be an object"
+    record_type = raw.get("recordType")
+    targets = raw.get("targets")
+    if isinstance(record_type, str) and record_type.upper() not in _DOT_ALLOWED and isinstance(targets, list):
+        dotted = [t for t in targets if isinstance(t, str) and t.endswith(".")]
+        if dotted:
+            return None, f"illegal target {dotted[0]!r} for a {record_type} record: drop the trailing dot"
+    try:
+        ep = Endpoint.from_json(raw)
+    except InvalidEndpoint as exc:
+        return None, str(exc)
+    user = {k: v for k, v in ep.labels.items() if not k.startswith(INTERNAL_LABEL_PREFIX)}
+    targets = tuple(sorted({canonical_target(ep.record_type, t) for t in ep.targets}))
+    ep = replace(ep, targets=targets, labels={**user, **labels})
+    try:
+        ep.validate()
+    except InvalidEndpoint as exc:
+        return None, str(exc)
+    return ep, ""
+
+
+def dnsendpoint_endpoints(obj: Obj) -> SourceResult:
+    """A DNSEndpoint's valid endpoints, and one problem per endpoint dropped."""
+    ref = ObjectRef.of(obj, API_VERSION, KIND, "crd")
+    labels = {RESOURCE_LABEL: ref.resource}
+    created = get_str(obj, "metadata", "creationTimestamp")
+    if created:
+        labels[CREATED_LABEL] = created
+    out = SourceResult()
+    raw_endpoints = get(obj, "spec", "endpoints")
+    if raw_endpoints is None:
+        return out
+    if not isinstance(raw_endpoints, list):
+        out.problems.append(Problem(ref, "spec.endpoints", "must be a list of endpoints"))
+        return out
+    merged: dict[tuple[str, str, str], Endpoint] = {}
+    for i, raw in enumerate(raw_endpoints):
+        field_path = f"spec.endpoints[{i}]"
+        ep, why = _parse_one(raw, ref, labels)
+        if ep is None:
+            out.problems.append(Problem(ref, field_path, f"dropped: {why}"))
+            continue
+        first = merged.get(ep.key)
+        if first is None:
+            merged[ep.key] = ep
+            continue
+        if ep.record_type == "CNAME" and ep.targets != first.targets:
+            out.problems.append(
+                Problem(ref, field_path, f"dropped: {ep.dns_name} already has a CNAME to {first.targets[0]}")
+            )
+            continue
+        # The first entry's TTL, labels and provider-specific properties stay, as in external-dns.
+        union = Endpoint.new(first.dns_name, first.record_type, (*first.targets, *ep.targets))
+        merged[ep.key] = replace(first, targets=union.targets)
+    out.endpoints = [merged[key] for key in sorted(merged)]
+    return out

@@ -1,0 +1,100 @@
+"""Ingress → desired endpoints, as external-dns's ingress source computes them (pure; plain-dict objects).
+
+Names come from spec.rules[].host (unless `--ignore-ingress-rules-spec`), spec.tls[].hosts (unless
+`--ignore-ingress-tls-spec`) and the `hostname` annotation (unless `--ignore-hostname-annotation`); the
+`ingress-hostname-source` annotation keeps only the spec's names (`defined-hosts-only`) or only the
+annotation's (`annotation-only`). Targets are the `target` annotation, else every
+status.loadBalancer.ingress ip and hostname. `--ingress-class` keeps Ingresses whose
+spec.ingressClassName, or when that is empty the legacy `kubernetes.io/ingress.class` annotation, is one
+of the given classes. Every endpoint carries `resource=ingress/<ns>/<name>` and `shardsync/created`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shardsync.sources import annotations as ann
+from shardsync.sources.options import SourceOptions
+from shardsync.sources.result import (
+    EndpointSet,
+    ObjectRef,
+    Problem,
+    SourceResult,
+    get_list,
+    get_str,
+    get_str_list,
+    get_str_map,
+)
+
+INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+
+Obj = Mapping[str, Any]
+
+
+def ingress_class_selected(ing: Obj, opts: SourceOptions) -> bool:
+    """external-dns's --ingress-class filter: spec.ingressClassName first, the legacy annotation second."""
+    if not opts.ingress_class_names:
+        return True
+    class_name = get_str(ing, "spec", "ingressClassName")
+    if class_name:
+        return class_name in opts.ingress_class_names
+    legacy = get_str_map(ing, "metadata", "annotations").get(INGRESS_CLASS_ANNOTATION)
+    return legacy is not None and legacy in opts.ingress_class_names
+
+
+def ingress_endpoints(ing: Obj, opts: SourceOptions | None = None) -> SourceResult:
+    """An Ingress's desired endpoints and problems (empty when the class or controller filter skips it)."""
+    opts = opts or SourceOptions()
+    parsed = ann.parse(get_str_map(ing, "metadata", "annotations"))
+    if not ingress_class_selected(ing, opts) or parsed.controller_mismatch:
+        return SourceResult()
+    ref = ObjectRef.of(ing, "networking.k8s.io/v1", "Ingress", "ingress")
+    out = EndpointSet(
+        ref,
+        created=get_str(ing, "metadata", "creationTimestamp"),
+        ttl=parsed.ttl,
+        set_identifier=parsed.set_identifier,
+        provider_specific=parsed.provider_specific,
+    )
+    targets: list[str] = list(parsed.targets)
+    if not targets:
+        for lb in get_list(ing, "status", "loadBalancer", "ingress"):
+            targets += [get_str(lb, "ip"), get_str(lb, "hostname")]
+
+    defined: list[tuple[str, str]] = []  # (name, field)
+    if not opts.ignore_ingress_rules_spec:
+        for i, rule in enumerate(get_list(ing, "spec", "rules")):
+            host = get_str(rule, "host")
+            if host:
+                defined.append((host, f"spec.rules[{i}].host"))
+    if not opts.ignore_ingress_tls_spec:
+        for i, tls in enumerate(get_list(ing, "spec", "tls")):
+            for j, host in enumerate(get_str_list(tls, "hosts")):
+                if host:
+                    defined.append((host, f"spec.tls[{i}].hosts[{j}]"))
+    from_annotation: list[tuple[str, str]] = []
+    if not opts.ignore_hostname_annotation:
+        from_annotation = [(h, parsed.field(ann.HOSTNAME)) for h in parsed.hostnames]
+
+    problems = [Problem(ref, p.field, p.message) for p in parsed.problems]
+    source = parsed.hostname_source
+    if source is None:
+        names = defined + from_annotation
+    elif source.lower() == ann.HOSTNAME_SOURCE_DEFINED_HOSTS_ONLY:
+        names = defined
+    elif source.lower() == ann.HOSTNAME_SOURCE_ANNOTATION_ONLY:
+        names = from_annotation
+    else:
+        # external-dns publishes nothing for an unknown value; say why.
+        names = []
+        problems.append(
+            Problem(
+                ref,
+                parsed.field(ann.INGRESS_HOSTNAME_SOURCE),
+                f"{source!r} is not one of defined-hosts-only, annotation-only; no records published",
+            )
+        )
+    for name, field_path in names:
+        out.add_targets(name, targets, field_path)
+    return out.result(problems)
