@@ -180,6 +180,13 @@ def plan(
 
     deletes = [c for c in unmatched.values() if c.labels.get(OWNER_LABEL) == owner_id]
 
+    # Sorted by key before the policy splits them, so equal inputs give equal results in any order.
+    deletes.sort(key=_by_key)
+    if len(update_old) > 1:
+        order = sorted(range(len(update_old)), key=lambda i: update_old[i].key)
+        update_old = [update_old[i] for i in order]
+        update_new = [update_new[i] for i in order]
+
     suppressed = Changes()
     if policy is not Policy.SYNC:
         suppressed.delete, deletes = deletes, []
@@ -189,15 +196,9 @@ def plan(
 
     if creates:
         creates = _guard_creates(creates, current, deletes, managed, owner_id, skipped)
-
     creates.sort(key=_by_key)
-    deletes.sort(key=_by_key)
-    if len(update_old) > 1:
-        order = sorted(range(len(update_old)), key=lambda i: update_old[i].key)
-        update_old = [update_old[i] for i in order]
-        update_new = [update_new[i] for i in order]
-    skipped.sort(key=lambda s: s.endpoint.key)
-    conflicts.sort(key=lambda c: c.winner.key)
+    skipped.sort(key=lambda s: (s.endpoint.key, s.reason))
+    conflicts.sort(key=lambda c: (c.winner.key, c.reason))
     return PlanResult(Changes(creates, update_old, update_new, deletes), conflicts, skipped, suppressed)
 
 
@@ -259,9 +260,26 @@ def _created(ep: Endpoint) -> float:
     return stamp.timestamp()
 
 
-def _rank(ep: Endpoint, holder_resource: str) -> tuple[float, bool, str, tuple[str, ...], int]:
+_Rank = tuple[
+    float, bool, str, tuple[str, ...], int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]
+]
+
+
+def _rank(ep: Endpoint, holder_resource: str) -> _Rank:
+    """Sort key of a claim: older first, then the holder's, then by resource, content and labels.
+
+    The order is total, so the winner never depends on the order the sources listed their endpoints in.
+    """
     resource = ep.labels.get(RESOURCE_LABEL, "")
-    return (_created(ep), resource != holder_resource or not holder_resource, resource, ep.targets, ep.ttl)
+    return (
+        _created(ep),
+        resource != holder_resource or not holder_resource,
+        resource,
+        ep.targets,
+        ep.ttl,
+        tuple(sorted(ep.provider_specific)),
+        tuple(sorted(ep.labels.items())),
+    )
 
 
 def _resolve(candidates: list[Endpoint], holder_resource: str) -> tuple[Endpoint, Conflict | None]:
