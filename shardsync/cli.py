@@ -17,6 +17,7 @@ from shardsync import __version__
 # name -> (module, one-line help). The module holds configure() and main().
 COMMANDS: dict[str, tuple[str, str]] = {
     "apiserver": ("shardsync.local.apiserver.command", "run the embedded Kubernetes API server"),
+    "fake-provider": ("shardsync.providers.fake_server", "serve the fake DNS provider over HTTP (shared)"),
 }
 
 

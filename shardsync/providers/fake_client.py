@@ -1,0 +1,213 @@
+"""Clients of the shared fake provider server: the Provider a replica uses, and an admin client.
+
+`FakeHTTPProvider` is what `--provider=fake --fake-provider-url=URL` gives a replica: the Provider protocol
+over the server's native API (fake_server.py), identified as the replica (`identity`), so the server's
+per-client limits and its write audit see each replica apart. It does not retry: the worker does, with
+backoff. Answers map to base.py's errors: 429 → ThrottledError, 409 → FencedError, connection failure or
+timeout → UnreachableError, anything else → ProviderError carrying the server's message.
+
+`FakeAdmin` is a small synchronous client for tests, `shardsync local` and the bench: seed zones, set
+latency, limits and faults at run time, read fences and the audit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
+from shardsync.providers.base import (
+    FencedError,
+    FenceToken,
+    ProviderError,
+    ThrottledError,
+    UnreachableError,
+)
+from shardsync.providers.fake import AuditEntry, Faults, Limits
+from shardsync.providers.fake_server import CLIENT_HEADER
+
+DEFAULT_TIMEOUT = 10.0
+_JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text[:500]
+    if isinstance(body, dict) and "message" in body:
+        return str(body["message"])
+    return resp.text[:500]
+
+
+def _raise_for(resp: httpx.Response, what: str) -> None:
+    if resp.status_code < 400:
+        return
+    text = f"{what}: {resp.status_code} {_message(resp)}"
+    if resp.status_code == 429:
+        raise ThrottledError(text)
+    if resp.status_code == 409:
+        raise FencedError(text)
+    raise ProviderError(text)
+
+
+def _zone_path(zone: str, tail: str) -> str:
+    return f"/v1/zones/{quote(zone, safe='')}/{tail}"
+
+
+def _endpoints(items: Any, what: str) -> list[Endpoint]:
+    try:
+        return [Endpoint.from_json(item) for item in items]
+    except (InvalidEndpoint, TypeError) as exc:
+        raise ProviderError(f"{what}: bad record in answer: {exc}") from exc
+
+
+class FakeHTTPProvider:
+    """The Provider protocol over HTTP to a shared fake provider server."""
+
+    name = "fake"
+
+    def __init__(
+        self,
+        url: str,
+        identity: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_connections: int = 100,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.identity = identity
+        self._timeout = timeout
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            timeout=httpx.Timeout(timeout),
+            headers={CLIENT_HEADER: identity},
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport,
+        )
+
+    async def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        what = f"fake provider {method} {path}"
+        try:
+            if body is None:
+                resp = await self._http.request(method, path)
+            else:
+                content = orjson.dumps(body)
+                resp = await self._http.request(method, path, content=content, headers=_JSON_HEADERS)
+        except httpx.TimeoutException as exc:
+            raise UnreachableError(f"{what}: no answer within {self._timeout:g}s") from exc
+        except httpx.TransportError as exc:
+            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        _raise_for(resp, what)
+        return resp
+
+    async def zones(self) -> list[str]:
+        resp = await self._request("GET", "/v1/zones")
+        return [str(z) for z in resp.json()["zones"]]
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        path = _zone_path(zone, "records")
+        resp = await self._request("GET", path)
+        return _endpoints(resp.json()["records"], f"fake provider GET {path}")
+
+    async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
+        body = {
+            "changes": changes.to_json(),
+            "fence": fence.to_text() if fence else None,
+            "writer": self.identity,
+            "generation": fence.generation if fence else None,
+        }
+        await self._request("POST", _zone_path(zone, "changes"), body)
+
+    async def acquire_fence(self, zone: str, token: FenceToken) -> None:
+        body = {"token": token.to_text(), "writer": self.identity}
+        await self._request("POST", _zone_path(zone, "fence"), body)
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+
+class FakeAdmin:
+    """Synchronous admin client of a fake provider server (tests, launcher, bench). Not for the event loop."""
+
+    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, identity: str = "admin") -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, headers={CLIENT_HEADER: identity})
+
+    def __enter__(self) -> FakeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, body: Any = None, **params: Any) -> httpx.Response:
+        what = f"fake provider {method} {path}"
+        content = None if body is None else orjson.dumps(body)
+        try:
+            resp = self._http.request(method, path, content=content, params=params or None)
+        except httpx.TransportError as exc:
+            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        _raise_for(resp, what)
+        return resp
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        """Poll until the server answers (it may still be starting); UnreachableError after `timeout`."""
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            try:
+                self._request("GET", "/healthz")
+                return
+            except UnreachableError:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+    def seed(self, zones: int, records_per_zone: int) -> list[str]:
+        resp = self._request("POST", "/v1/admin/seed", {"zones": zones, "recordsPerZone": records_per_zone})
+        return [str(z) for z in resp.json()["zones"]]
+
+    def add_zone(self, zone: str, records: Iterable[Endpoint] = ()) -> None:
+        self._request("POST", "/v1/admin/zones", {"zone": zone, "records": [r.to_json() for r in records]})
+
+    def records(self, zone: str) -> list[Endpoint]:
+        path = _zone_path(zone, "records")
+        return _endpoints(self._request("GET", path).json()["records"], path)
+
+    def fence(self, zone: str) -> FenceToken | None:
+        text = self._request("GET", _zone_path(zone, "fence")).json()["fence"]
+        return None if text is None else FenceToken.from_text(text)
+
+    def limits(self) -> Limits:
+        return Limits().merged(self._request("GET", "/v1/admin/limits").json())
+
+    def set_limits(self, fields: Mapping[str, Any]) -> Limits:
+        """Change the limits named in `fields` (JSON names: latency, rateLimit, burst, concurrency,
+        queueTimeout; null lifts a limit); the others stay."""
+        return Limits().merged(self._request("POST", "/v1/admin/limits", dict(fields)).json())
+
+    def faults(self) -> Faults:
+        return Faults.from_json(self._request("GET", "/v1/admin/faults").json())
+
+    def set_faults(self, faults: Faults) -> None:
+        self._request("POST", "/v1/admin/faults", faults.to_json())
+
+    def audit(self, since: int = 0, zone: str | None = None) -> list[AuditEntry]:
+        params: dict[str, Any] = {"since": since}
+        if zone is not None:
+            params["zone"] = zone
+        data = self._request("GET", "/v1/audit", **params).json()
+        return [AuditEntry.from_json(e) for e in data["audit"]]
+
+    def clear_audit(self) -> None:
+        self._request("DELETE", "/v1/audit")

@@ -1,0 +1,239 @@
+"""The fake provider server and its clients over loopback HTTP, and the `shardsync fake-provider` command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import httpx
+import pytest
+
+from shardsync.endpoint import Changes, Endpoint
+from shardsync.providers.base import (
+    FencedError,
+    FenceToken,
+    Provider,
+    ProviderError,
+    ThrottledError,
+    UnreachableError,
+)
+from shardsync.providers.fake import FakeStore, Faults, overlapping_writes
+from shardsync.providers.fake_client import FakeAdmin, FakeHTTPProvider
+from shardsync.providers.fake_server import FakeServer, parse_duration
+
+Z0 = "zone-0000.example"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def store() -> FakeStore:
+    store = FakeStore()
+    store.seed(3, 2)
+    return store
+
+
+@pytest.fixture
+def server(store: FakeStore) -> Iterator[FakeServer]:
+    srv = FakeServer(store, host="127.0.0.1", port=0)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+async def client(server: FakeServer) -> AsyncIterator[FakeHTTPProvider]:
+    provider = FakeHTTPProvider(server.url, "replica-0", timeout=5)
+    try:
+        yield provider
+    finally:
+        await provider.close()
+
+
+@pytest.fixture
+def admin(server: FakeServer) -> Iterator[FakeAdmin]:
+    with FakeAdmin(server.url, timeout=5) as adm:
+        yield adm
+
+
+def a(name: str, target: str = "192.0.2.1") -> Endpoint:
+    return Endpoint.new(name, "A", [target])
+
+
+@pytest.mark.anyio
+async def test_client_reads_and_writes(client: FakeHTTPProvider, store: FakeStore) -> None:
+    assert isinstance(client, Provider)
+    assert await client.zones() == ["zone-0000.example", "zone-0001.example", "zone-0002.example"]
+    assert await client.records(Z0) == store.peek(Z0)
+    www = Endpoint.new("www.zone-0000.example", "TXT", ['"hello"'], ttl=60, labels={"owner": "x"})
+    await client.apply(Z0, Changes(create=[www]))
+    assert www in await client.records(Z0)
+    assert store.audit()[-1].writer == "replica-0"
+
+
+@pytest.mark.anyio
+async def test_client_fencing(client: FakeHTTPProvider, server: FakeServer, admin: FakeAdmin) -> None:
+    other = FakeHTTPProvider(server.url, "replica-1", timeout=5)
+    try:
+        await client.acquire_fence(Z0, FenceToken(1, "replica-0"))
+        with pytest.raises(FencedError, match="replica-0"):
+            await other.acquire_fence(Z0, FenceToken(1, "replica-1"))
+        await client.apply(Z0, Changes(create=[a("a.zone-0000.example")]), FenceToken(1, "replica-0"))
+        await other.acquire_fence(Z0, FenceToken(2, "replica-1"))
+        with pytest.raises(FencedError):
+            await client.apply(Z0, Changes(create=[a("b.zone-0000.example")]), FenceToken(1, "replica-0"))
+        await other.apply(Z0, Changes(create=[a("c.zone-0000.example")]), FenceToken(2, "replica-1"))
+    finally:
+        await other.close()
+    assert admin.fence(Z0) == FenceToken(2, "replica-1")
+    assert admin.fence("zone-0001.example") is None
+    names = {r.dns_name for r in admin.records(Z0)}
+    assert {"a.zone-0000.example", "c.zone-0000.example"} <= names
+    assert "b.zone-0000.example" not in names
+    audit = admin.audit(zone=Z0)
+    assert [(e.op, e.writer, e.generation, e.outcome) for e in audit] == [
+        ("fence", "replica-0", 1, "ok"),
+        ("fence", "replica-1", 1, "fenced"),
+        ("apply", "replica-0", 1, "ok"),
+        ("fence", "replica-1", 2, "ok"),
+        ("apply", "replica-0", 1, "fenced"),
+        ("apply", "replica-1", 2, "ok"),
+    ]
+    assert overlapping_writes(audit) == []
+    assert admin.audit(since=audit[-1].seq) == audit[-1:]
+
+
+@pytest.mark.anyio
+async def test_error_mapping(client: FakeHTTPProvider, admin: FakeAdmin) -> None:
+    with pytest.raises(ProviderError, match="unknown zone") as info:
+        await client.records("nope.example")
+    assert type(info.value) is ProviderError
+    with pytest.raises(ProviderError, match="already exists"):
+        await client.apply(Z0, Changes(create=[a("host-0000.zone-0000.example")]))
+    admin.set_faults(Faults(throttle_next=1, fail_records=frozenset({"bad.zone-0000.example"})))
+    with pytest.raises(ThrottledError):
+        await client.zones()
+    with pytest.raises(ProviderError, match="injected failure"):
+        await client.apply(Z0, Changes(create=[a("bad.zone-0000.example")]))
+    assert admin.faults().fail_records == {"bad.zone-0000.example"}
+    admin.set_faults(Faults(fail_zones=frozenset({Z0})))
+    with pytest.raises(ProviderError, match="injected failure"):
+        await client.records(Z0)
+
+
+@pytest.mark.anyio
+async def test_rate_limit_over_http(client: FakeHTTPProvider, admin: FakeAdmin) -> None:
+    admin.set_limits({"rateLimit": 1, "burst": 2})
+    await client.zones()
+    await client.zones()
+    with pytest.raises(ThrottledError, match="rate limit"):
+        await client.zones()
+    assert admin.limits().rate == 1
+    async with httpx.AsyncClient(timeout=5) as raw:
+        resp = await raw.get(f"{admin.url}/v1/zones", headers={"X-Shardsync-Client": "replica-0"})
+    assert resp.status_code == 429
+    assert resp.headers["Retry-After"] == "1"
+    admin.set_limits({"rateLimit": None})
+    await client.zones()
+
+
+@pytest.mark.anyio
+async def test_per_client_concurrency_keeps_replicas_apart(server: FakeServer, admin: FakeAdmin) -> None:
+    admin.set_limits({"latency": 0.05, "concurrency": 2})
+    clients = [FakeHTTPProvider(server.url, f"replica-{i}", timeout=5) for i in range(3)]
+    try:
+        began = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for c in clients:
+                for _ in range(2):
+                    tg.start_soon(c.zones)
+        parallel = time.monotonic() - began
+        began = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for _ in range(6):
+                tg.start_soon(clients[0].zones)
+        serial = time.monotonic() - began
+    finally:
+        for c in clients:
+            await c.close()
+    # 3 clients x 2 calls fit in one latency round; 6 calls of one client need three.
+    assert parallel < 0.12
+    assert serial >= 0.14
+
+
+@pytest.mark.anyio
+async def test_client_timeout_and_unreachable(server: FakeServer, admin: FakeAdmin) -> None:
+    admin.set_limits({"latency": 0.5})
+    slow = FakeHTTPProvider(server.url, "replica-0", timeout=0.1)
+    try:
+        with pytest.raises(UnreachableError, match="no answer within"):
+            await slow.zones()
+    finally:
+        await slow.close()
+    port = server.port
+    server.stop()
+    gone = FakeHTTPProvider(f"http://127.0.0.1:{port}", "replica-0", timeout=1)
+    try:
+        with pytest.raises(UnreachableError):
+            await gone.zones()
+    finally:
+        await gone.close()
+
+
+def test_admin_seeds_zones_and_rejects_bad_requests(admin: FakeAdmin) -> None:
+    admin.wait_ready(timeout=2)
+    assert admin.seed(5, 1)[-1] == "zone-0004.example"
+    admin.add_zone("custom.example", [a("x.custom.example")])
+    assert admin.records("custom.example") == [a("x.custom.example")]
+    with pytest.raises(ProviderError, match="400"):
+        admin.set_limits({"concurrency": 0})
+    resp = httpx.post(f"{admin.url}/v1/zones/{Z0}/changes", content=b"{not json", timeout=5)
+    assert resp.status_code == 400
+    assert resp.json()["error"] == "bad-request"
+    assert httpx.get(f"{admin.url}/v1/nothing", timeout=5).status_code == 404
+    admin.clear_audit()
+    assert admin.audit() == []
+
+
+def test_parse_duration() -> None:
+    assert parse_duration("20ms") == pytest.approx(0.02)
+    assert parse_duration("1.5s") == 1.5
+    assert parse_duration("2m") == 120
+    assert parse_duration("3") == 3
+
+
+def test_fake_provider_command_serves_and_stops_on_sigterm() -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "shardsync", "fake-provider", "--port", "0", "--zones", "4"]
+    proc = subprocess.Popen(
+        [*cmd, "--records-per-zone", "3", "--latency", "1ms", "--rate-limit", "500"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
+        with FakeAdmin(url, timeout=5) as admin:
+            admin.wait_ready(timeout=5)
+            assert len(admin.records("zone-0003.example")) == 3
+            limits = admin.limits()
+            assert (limits.latency, limits.rate) == (0.001, 500)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
