@@ -21,7 +21,9 @@ exactly what was read, or absent), and with a token every `apply` message carrie
 fence is exactly this token", so a stale owner's write is refused by the server (NXRRSET → FencedError).
 
 Blocking dnspython calls run in worker threads, each bounded by `timeout` (a zone transfer by
-`transfer_lifetime` overall). The TSIG secret is never logged or put in an error message.
+`transfer_lifetime` overall). Cancelling a write waits for the message in flight (at most `timeout`), so
+its outcome is settled before the caller moves on; cancelling a read returns at once. The TSIG secret is
+never logged or put in an error message.
 """
 
 from __future__ import annotations

@@ -321,6 +321,29 @@ async def test_stale_owner_write_is_refused_and_changes_nothing(
     assert bind_server.texts(f"n119.{zone}", "A") == {"10.9.9.9"}
 
 
+async def test_fence_taken_between_batches_stops_the_rest(
+    bind_server: BindServer, fresh_zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zone = fresh_zone
+    old_owner = make_provider(bind_server, batch_change_size=10)
+    new_owner = make_provider(bind_server)
+    old_token = FenceToken(1, "replica-0")
+    await old_owner.acquire_fence(zone, old_token)
+    send = old_owner._send_batch
+
+    async def send_then_lose_the_zone(*args: object) -> None:
+        await send(*args)  # type: ignore[arg-type]
+        if args[3] == 0:  # the new owner takes the zone right after our first message
+            await new_owner.acquire_fence(zone, FenceToken(2, "replica-1"))
+
+    monkeypatch.setattr(old_owner, "_send_batch", send_then_lose_the_zone)
+    eps = [Endpoint.new(f"n{i:02d}.{zone}", "A", ["10.0.0.1"]) for i in range(30)]
+    with pytest.raises(FencedError, match="1 of 3 message"):
+        await old_owner.apply(zone, Changes(create=eps), old_token)
+    written = {e.dns_name for e in await new_owner.records(zone) if e.record_type == "A"}
+    assert written == {e.dns_name for e in eps[:10]}
+
+
 async def test_fenced_write_without_a_fence_in_the_zone_is_refused(
     provider: Rfc2136Provider, bind_server: BindServer, fresh_zone: str
 ) -> None:

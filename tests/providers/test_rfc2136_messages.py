@@ -21,6 +21,7 @@ from shardsync.providers.rfc2136_messages import (
     canonical_target,
     endpoints_from_rrsets,
     fence_update,
+    is_zone_quoted,
     make_tsig_key,
     newest_token,
     to_rdata,
@@ -79,7 +80,7 @@ def test_long_txt_is_split_into_255_byte_strings_without_breaking_utf8() -> None
     assert [len(s) for s in txt_strings(quoted)] == [255, 45]
 
 
-@given(st.text(min_size=1, max_size=600).filter(lambda s: s.strip() == s))
+@given(st.text(min_size=1, max_size=600).filter(lambda s: not is_zone_quoted(s)))
 def test_any_txt_value_survives_the_canonical_form(value: str) -> None:
     canonical = canonical_target("TXT", value)
     assert canonical_target("TXT", canonical) == canonical
