@@ -83,7 +83,7 @@ def test_ttl_values(value: str, ttl: int) -> None:
         "1w",
         "6_0",
         "1m 2s",
-        "١s",
+        "\u0661s",  # a non-ASCII digit
     ],
 )
 def test_ttl_invalid_or_out_of_range_is_not_configured_and_reported(value: str) -> None:
