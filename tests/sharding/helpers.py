@@ -1,0 +1,33 @@
+"""Small builders shared by the sharding tests."""
+
+from __future__ import annotations
+
+from shardsync.sharding.membership import MemberState, MemberStatus
+
+
+def status(
+    identity: str,
+    state: MemberState = MemberState.READY,
+    *,
+    weight: int = 1,
+    acked: int | None = None,
+    last_change: float = 1000.0,
+    lease_duration: float = 15.0,
+    held: bool = True,
+) -> MemberStatus:
+    """A member as an observer sees it; `last_change` is on the observer's monotonic clock."""
+    return MemberStatus(
+        identity=identity,
+        state=state,
+        weight=weight,
+        observed_generation=acked,
+        lease_duration=lease_duration,
+        last_change=last_change,
+        held=held,
+        draining=state is MemberState.DRAINING,
+        restarting=state is MemberState.RESTARTING,
+    )
+
+
+def ready(*identities: str, now: float = 1000.0) -> dict[str, MemberStatus]:
+    return {i: status(i, last_change=now) for i in identities}
