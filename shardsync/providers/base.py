@@ -49,6 +49,32 @@ class FencedError(ProviderError):
     """The zone's fence holds another writer's token: this replica must stop writing the zone."""
 
 
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A change the provider refused, and why (the rest of the call still applied)."""
+
+    endpoint: Endpoint
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.endpoint.dns_name} {self.endpoint.record_type}: {self.reason}"
+
+
+class RecordsRejectedError(ProviderError):
+    """Some changes were not written (each with its reason); every other change of the call was applied.
+
+    The worker reports each rejected record (Event + metric) and does not retry the zone for it: one bad
+    record must never hold back the rest of its zone.
+    """
+
+    def __init__(self, zone: str, rejected: list[Rejected]) -> None:
+        self.zone = zone
+        self.rejected = rejected
+        shown = "; ".join(str(r) for r in rejected[:5])
+        more = f" (and {len(rejected) - 5} more)" if len(rejected) > 5 else ""
+        super().__init__(f"zone {zone}: {len(rejected)} change(s) not written: {shown}{more}")
+
+
 class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
 

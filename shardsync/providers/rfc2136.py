@@ -54,10 +54,10 @@ from shardsync.providers.base import (
     FencedError,
     FenceToken,
     ProviderError,
+    RecordsRejectedError,
     UnreachableError,
 )
 from shardsync.providers.rfc2136_messages import (
-    Rejected,
     UpdateBatch,
     UpdateBuilder,
     absolute,
@@ -92,17 +92,6 @@ REQUEST_SECONDS = Histogram(
 _PREREQ_FAILURES = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
 
 T = TypeVar("T")
-
-
-class RecordsRejectedError(ProviderError):
-    """Some changes were not written (each with its reason); every other change of the call was applied."""
-
-    def __init__(self, zone: str, rejected: list[Rejected]) -> None:
-        self.zone = zone
-        self.rejected = rejected
-        shown = "; ".join(str(r) for r in rejected[:5])
-        more = f" (and {len(rejected) - 5} more)" if len(rejected) > 5 else ""
-        super().__init__(f"zone {zone}: {len(rejected)} change(s) not written: {shown}{more}")
 
 
 class _FenceMoved(Exception):

@@ -41,7 +41,7 @@ import dns.tsig
 import dns.update
 
 from shardsync.endpoint import SUPPORTED_TYPES, Changes, Endpoint, normalize_name
-from shardsync.providers.base import FenceToken
+from shardsync.providers.base import FenceToken, Rejected
 
 TSIG_ALGORITHMS: dict[str, dns.name.Name] = {
     "hmac-md5": dns.tsig.HMAC_MD5,
@@ -186,17 +186,6 @@ def newest_token(rdataset: dns.rdataset.Rdataset | None) -> FenceToken | None:
 
 
 # -- UPDATE messages ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """A change that was not sent, and why (the rest of the batch still applies)."""
-
-    endpoint: Endpoint
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.endpoint.dns_name} {self.endpoint.record_type}: {self.reason}"
 
 
 @dataclass(slots=True)

@@ -17,8 +17,15 @@ import dns.update
 import pytest
 
 from shardsync.endpoint import Changes, Endpoint
-from shardsync.providers.base import FencedError, FenceToken, Provider, ProviderError, UnreachableError
-from shardsync.providers.rfc2136 import RecordsRejectedError, Rfc2136Provider
+from shardsync.providers.base import (
+    FencedError,
+    FenceToken,
+    Provider,
+    ProviderError,
+    RecordsRejectedError,
+    UnreachableError,
+)
+from shardsync.providers.rfc2136 import Rfc2136Provider
 from shardsync.providers.rfc2136_messages import canonical_target
 from tests.bind import BindServer
 
