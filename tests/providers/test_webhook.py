@@ -1,0 +1,232 @@
+"""The webhook provider client against the fake provider server's webhook face (and a few canned answers)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from shardsync.endpoint import Changes, Endpoint
+from shardsync.providers.base import (
+    FencedError,
+    FenceToken,
+    Provider,
+    ProviderError,
+    ThrottledError,
+    UnreachableError,
+)
+from shardsync.providers.fake import FakeStore, Faults
+from shardsync.providers.fake_server import FakeServer
+from shardsync.providers.webhook import (
+    MEDIA_TYPE,
+    DomainFilter,
+    FencingUnsupportedError,
+    WebhookProvider,
+)
+
+Z0 = "zone-0000.example"
+SUB = "sub.zone-0000.example"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def store() -> FakeStore:
+    store = FakeStore()
+    store.seed(2, 2)
+    store.add_zone(SUB, [Endpoint.new(f"deep.{SUB}", "A", ["192.0.2.7"])])
+    return store
+
+
+@pytest.fixture
+def server(store: FakeStore) -> Iterator[FakeServer]:
+    srv = FakeServer(store, host="127.0.0.1", port=0)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+async def webhook(server: FakeServer) -> AsyncIterator[WebhookProvider]:
+    provider = WebhookProvider(server.url, identity="replica-0", timeout=5, cache_ttl=60)
+    try:
+        yield provider
+    finally:
+        await provider.close()
+
+
+def a(name: str, target: str = "192.0.2.1") -> Endpoint:
+    return Endpoint.new(name, "A", [target])
+
+
+@pytest.mark.anyio
+async def test_negotiation_and_zones(webhook: WebhookProvider) -> None:
+    assert isinstance(webhook, Provider)
+    domain_filter = await webhook.negotiate()
+    assert domain_filter.include == (SUB, "zone-0000.example", "zone-0001.example")
+    assert await webhook.zones() == [SUB, "zone-0000.example", "zone-0001.example"]
+
+
+@pytest.mark.anyio
+async def test_records_are_split_by_most_specific_zone(webhook: WebhookProvider, store: FakeStore) -> None:
+    assert await webhook.records(Z0) == store.peek(Z0)
+    assert [r.dns_name for r in await webhook.records(SUB)] == [f"deep.{SUB}"]
+    with pytest.raises(ProviderError, match="not served"):
+        await webhook.records("other.example")
+
+
+@pytest.mark.anyio
+async def test_apply_create_update_delete_and_cache_invalidation(
+    webhook: WebhookProvider, store: FakeStore
+) -> None:
+    before = await webhook.records(Z0)
+    await webhook.apply(Z0, Changes(create=[a("www.zone-0000.example")]))
+    assert a("www.zone-0000.example") in await webhook.records(Z0)
+    old = before[0]
+    new = Endpoint.new(old.dns_name, "A", ["10.1.1.1"], ttl=300)
+    await webhook.apply(Z0, Changes(update_old=[old], update_new=[new], delete=[before[1]]))
+    assert await webhook.records(Z0) == sorted([new, a("www.zone-0000.example")], key=lambda e: e.key)
+    assert store.peek(Z0) == await webhook.records(Z0)
+    writes = store.audit()
+    assert [(e.op, e.zone, e.writer, e.outcome, e.changes) for e in writes] == [
+        ("apply", Z0, "replica-0", "ok", 1),
+        ("apply", Z0, "replica-0", "ok", 2),
+    ]
+
+
+@pytest.mark.anyio
+async def test_apply_refuses_names_outside_the_zone_before_sending(
+    webhook: WebhookProvider, store: FakeStore
+) -> None:
+    for name in ("x.zone-0001.example", f"x.{SUB}"):
+        with pytest.raises(ProviderError, match="not in zone"):
+            await webhook.apply(Z0, Changes(create=[a(name)]))
+    assert store.audit() == []
+
+
+@pytest.mark.anyio
+async def test_server_errors_map_to_provider_errors(webhook: WebhookProvider, store: FakeStore) -> None:
+    with pytest.raises(ProviderError, match="422"):
+        await webhook.apply(Z0, Changes(create=[a("host-0000.zone-0000.example")]))
+    store.set_faults(Faults(throttle_next=1))
+    with pytest.raises(ThrottledError):
+        await webhook.apply(Z0, Changes(create=[a("t.zone-0000.example")]))
+    store.set_faults(Faults(fail_zones=frozenset({Z0})))
+    with pytest.raises(ProviderError, match="500"):
+        await webhook.apply(Z0, Changes(create=[a("f.zone-0000.example")]))
+    assert store.audit()[-1].outcome == "error"
+
+
+@pytest.mark.anyio
+async def test_adjust_endpoints(webhook: WebhookProvider) -> None:
+    raw = Endpoint("WWW.zone-0000.example.", "A", ("192.0.2.2", "192.0.2.1"))
+    assert await webhook.adjust_endpoints([raw]) == [
+        Endpoint.new("www.zone-0000.example", "A", ["192.0.2.1", "192.0.2.2"])
+    ]
+
+
+@pytest.mark.anyio
+async def test_fencing_is_refused_by_default(webhook: WebhookProvider, store: FakeStore) -> None:
+    with pytest.raises(FencingUnsupportedError, match="--sharding=off"):
+        await webhook.acquire_fence(Z0, FenceToken(1, "replica-0"))
+    with pytest.raises(FencingUnsupportedError):
+        await webhook.apply(Z0, Changes(create=[a("w.zone-0000.example")]), FenceToken(1, "replica-0"))
+    assert store.audit() == []
+
+
+@pytest.mark.anyio
+async def test_allow_unfenced_keeps_tokens_locally(server: FakeServer, store: FakeStore) -> None:
+    provider = WebhookProvider(server.url, identity="replica-0", allow_unfenced=True, timeout=5)
+    try:
+        await provider.acquire_fence(Z0, FenceToken(2, "replica-0"))
+        await provider.apply(Z0, Changes(create=[a("w.zone-0000.example")]), FenceToken(2, "replica-0"))
+        with pytest.raises(FencedError):
+            await provider.acquire_fence(Z0, FenceToken(1, "replica-0"))
+        await provider.acquire_fence(Z0, FenceToken(3, "replica-0"))
+        with pytest.raises(FencedError):
+            await provider.apply(Z0, Changes(create=[a("v.zone-0000.example")]), FenceToken(2, "replica-0"))
+    finally:
+        await provider.close()
+    assert store.fence_of(Z0) is None  # nothing reached the server's fence
+    assert [e.outcome for e in store.audit()] == ["ok"]
+
+
+def test_domain_filter_matching() -> None:
+    df = DomainFilter.from_json({"include": ["Example.com.", ".sub.org"], "exclude": ["int.example.com"]})
+    assert df.match("example.com") and df.match("a.example.com")
+    assert not df.match("a.int.example.com") and not df.match("badexample.com")
+    assert df.match("x.sub.org") and not df.match("sub.org")
+    assert df.zones() == ["example.com"]
+    regex = DomainFilter.from_json({"regexInclude": r"\.example\.com$", "regexExclude": "^int"})
+    assert regex.match("a.example.com") and not regex.match("int.example.com")
+    assert regex.zones() == []
+    assert DomainFilter.from_json({}).match("anything.at.all")
+
+
+def _canned(handler: httpx.MockTransport) -> WebhookProvider:
+    return WebhookProvider("http://127.0.0.1:9", timeout=1, transport=handler)
+
+
+@pytest.mark.anyio
+async def test_negotiation_checks_media_type_and_zones() -> None:
+    wrong = _canned(httpx.MockTransport(lambda r: httpx.Response(200, json={"include": ["a.example"]})))
+    try:
+        with pytest.raises(ProviderError, match="content type"):
+            await wrong.zones()
+    finally:
+        await wrong.close()
+
+    def regex_only(request: httpx.Request) -> httpx.Response:
+        assert request.headers["Accept"] == MEDIA_TYPE
+        return httpx.Response(200, json={"regexInclude": "x"}, headers={"Content-Type": MEDIA_TYPE})
+
+    regex = _canned(httpx.MockTransport(regex_only))
+    try:
+        with pytest.raises(ProviderError, match="lists no zones"):
+            await regex.zones()
+    finally:
+        await regex.close()
+    configured = WebhookProvider(
+        "http://127.0.0.1:9", zones=["A.example."], transport=httpx.MockTransport(regex_only)
+    )
+    try:
+        assert await configured.zones() == ["a.example"]
+    finally:
+        await configured.close()
+
+
+@pytest.mark.anyio
+async def test_unreachable_webhook() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    provider = _canned(httpx.MockTransport(refuse))
+    try:
+        with pytest.raises(UnreachableError):
+            await provider.zones()
+    finally:
+        await provider.close()
+
+
+def test_server_accepts_capitalised_pre_v017_keys(server: FakeServer, store: FakeStore) -> None:
+    body = {
+        "Create": [a("cap.zone-0001.example").to_json()],
+        "Delete": [store.peek("zone-0001.example")[0].to_json()],
+    }
+    resp = httpx.post(f"{server.url}/records", json=body, headers={"Content-Type": MEDIA_TYPE}, timeout=5)
+    assert resp.status_code == 204
+    assert [r.dns_name for r in store.peek("zone-0001.example")] == [
+        "cap.zone-0001.example",
+        "host-0001.zone-0001.example",
+    ]
+    negotiation = httpx.get(server.url, headers={"Accept": MEDIA_TYPE}, timeout=5)
+    assert negotiation.headers["Content-Type"] == MEDIA_TYPE
+    assert negotiation.headers["Vary"] == "Content-Type"
+    bad = httpx.post(f"{server.url}/records", content=b"[1]", timeout=5)
+    assert bad.status_code == 400
