@@ -389,9 +389,10 @@ def _timed_parallel(store: FakeStore, clients: list[str]) -> float:
 
 
 def test_concurrency_limit_serialises_one_client_not_several() -> None:
-    store = FakeStore(limits=Limits(latency=0.05, concurrency=1))
-    assert _timed_parallel(store, ["a", "a", "a"]) >= 0.14
-    assert _timed_parallel(store, ["a", "b", "c"]) < 0.12
+    # Three rounds of latency for one client, one round for three clients; the slack absorbs a busy host.
+    store = FakeStore(limits=Limits(latency=0.08, concurrency=1))
+    assert _timed_parallel(store, ["a", "a", "a"]) >= 0.23
+    assert _timed_parallel(store, ["a", "b", "c"]) < 0.16
 
 
 def test_concurrency_limit_throttles_after_queue_timeout() -> None:
