@@ -51,6 +51,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import orjson
 
 from shardsync import logs
+from shardsync.durations import parse_duration
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
 from shardsync.providers.base import FencedError, FenceToken, ProviderError, ThrottledError
 from shardsync.providers.fake import (
@@ -362,25 +363,12 @@ class FakeServer:
 
 # ---- command line: shardsync fake-provider ----
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
-
-def parse_duration(text: str) -> float:
-    """`20ms`, `1.5s`, `1m`, `2h` or a bare number of seconds → seconds."""
-    text = text.strip()
-    for unit in sorted(_UNITS, key=len, reverse=True):
-        if text.endswith(unit) and text[: -len(unit)]:
-            number = text[: -len(unit)]
-            break
-    else:
-        number, unit = text, "s"
+def _duration(text: str) -> float:
     try:
-        value = float(number) * _UNITS[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 20ms, 1.5s, 1m)") from None
-    if value < 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"duration must be >= 0: {text!r}")
-    return value
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -388,13 +376,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: any free one ({DEFAULT_PORT})")
     parser.add_argument("--zones", type=int, default=0, help="seed zones zone-0000.example ... (default 0)")
     parser.add_argument("--records-per-zone", type=int, default=0, help="A records seeded per zone")
-    parser.add_argument("--latency", type=parse_duration, default=0.0, help="per-call latency, e.g. 20ms")
+    parser.add_argument("--latency", type=_duration, default=0.0, help="per-call latency, e.g. 20ms")
     parser.add_argument("--rate-limit", type=float, default=0.0, help="calls/s per client (0: none)")
     parser.add_argument("--burst", type=int, default=0, help="rate limit bucket size (0: one second's worth)")
     parser.add_argument("--concurrency", type=int, default=0, help="calls in flight per client (0: no limit)")
     parser.add_argument(
         "--queue-timeout",
-        type=parse_duration,
+        type=_duration,
         default=2.0,
         help="how long a call waits for a concurrency slot before it is throttled (default 2s)",
     )

@@ -25,7 +25,7 @@ from shardsync.providers.base import (
 )
 from shardsync.providers.fake import FakeStore, Faults, overlapping_writes
 from shardsync.providers.fake_client import FakeAdmin, FakeHTTPProvider
-from shardsync.providers.fake_server import FakeServer, parse_duration
+from shardsync.providers.fake_server import FakeServer
 
 Z0 = "zone-0000.example"
 
@@ -204,13 +204,6 @@ def test_admin_seeds_zones_and_rejects_bad_requests(admin: FakeAdmin) -> None:
     assert httpx.get(f"{admin.url}/v1/nothing", timeout=5).status_code == 404
     admin.clear_audit()
     assert admin.audit() == []
-
-
-def test_parse_duration() -> None:
-    assert parse_duration("20ms") == pytest.approx(0.02)
-    assert parse_duration("1.5s") == 1.5
-    assert parse_duration("2m") == 120
-    assert parse_duration("3") == 3
 
 
 def test_fake_provider_command_serves_and_stops_on_sigterm() -> None:
