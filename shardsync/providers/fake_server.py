@@ -176,8 +176,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(reply)
 
     def _read_body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length <= 0:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            # The body's end is unknown, so the connection cannot carry another request.
+            self.close_connection = True
+            raise BadRequest("a body needs a valid Content-Length")
+        if length == 0:
             return None
         return orjson.loads(self.rfile.read(length))
 
