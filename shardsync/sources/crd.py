@@ -20,6 +20,7 @@ from shardsync.endpoint import (
     CREATED_LABEL,
     INTERNAL_LABEL_PREFIX,
     RESOURCE_LABEL,
+    SUPPORTED_TYPES,
     Endpoint,
     InvalidEndpoint,
 )
@@ -28,8 +29,9 @@ from shardsync.sources.result import ObjectRef, Problem, SourceResult, canonical
 API_VERSION = "externaldns.k8s.io/v1alpha1"
 KIND = "DNSEndpoint"
 
-# Record types whose targets may end in a dot (external-dns's crd source refuses it for the others).
-_DOT_ALLOWED = frozenset({"CNAME", "MX", "TXT"})
+# Record types whose targets must not end in a dot (external-dns's crd source refuses it; CNAME, MX and TXT
+# may; the types shardsync does not support are refused by `validate()` anyway).
+_NO_DOT = SUPPORTED_TYPES - {"CNAME", "MX", "TXT"}
 
 Obj = Mapping[str, Any]
 
@@ -48,7 +50,7 @@ def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoi
         return None, "an endpoint must be an object"
     record_type = raw.get("recordType")
     targets = raw.get("targets")
-    if isinstance(record_type, str) and record_type.upper() not in _DOT_ALLOWED and isinstance(targets, list):
+    if isinstance(record_type, str) and record_type.upper() in _NO_DOT and isinstance(targets, list):
         dotted = [t for t in targets if isinstance(t, str) and t.endswith(".")]
         if dotted:
             return None, f"illegal target {dotted[0]!r} for a {record_type} record: drop the trailing dot"
