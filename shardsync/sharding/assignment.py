@@ -305,8 +305,10 @@ class Publisher:
     Round: `proposal = observe(statuses, pins, now, wall)`; when not None, write it (create, or replace
     with the stored resourceVersion); on success `committed(proposal)`; on 409 read the stored one and
     `reset(stored)`. Until committed, every call proposes again (with the latest view), so a failed write
-    is simply retried on the next round. Call `observe` only with a synced view of the member leases: a
-    member missing from `statuses` counts as gone. `next_wakeup()` says when to call again without events.
+    is simply retried on the next round. `statuses` come from the coordinator's LivenessTracker
+    (`statuses(now)`, judged at the time its view was last known current); call `observe` only once the
+    leases have been listed: a member missing from `statuses` counts as gone. `next_wakeup()` says when to
+    call again without events.
     """
 
     def __init__(

@@ -17,6 +17,7 @@ acquires a zone on the strength of an acknowledgement that cannot be read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -263,8 +264,9 @@ def _parse_generation(text: str | None, problems: list[str]) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class MemberStatus:
-    """A member as one observer sees it at one instant. `last_change` is the observer's monotonic time at
-    which it last saw the lease record change (or first saw the lease)."""
+    """A member as one observer sees it. `last_change` is the observer's monotonic time at which it last saw
+    the lease record change (or first saw the lease); `as_of` is the instant the status is judged at: the
+    observer's clock, but never later than the moment its view of the leases was last known complete."""
 
     identity: str
     state: MemberState
@@ -272,22 +274,24 @@ class MemberStatus:
     observed_generation: int | None
     lease_duration: float
     last_change: float
+    as_of: float
     held: bool
     draining: bool
     restarting: bool
     problems: tuple[str, ...] = ()
 
-    def live(self, now: float) -> bool:
+    @property
+    def live(self) -> bool:
         """Rule 1: held, and its record changed within leaseDuration, on the observer's clock."""
-        return self.held and now < self.last_change + self.lease_duration
+        return self.held and self.as_of < self.last_change + self.lease_duration
 
-    def expired(self, now: float, margin: float = 0.0) -> bool:
+    def expired(self, margin: float = 0.0) -> bool:
         """Surely gone: released, or no change seen for leaseDuration + margin. Between `live` and this there
         is an uncertain window of `margin` in which nobody may take its zones."""
-        return not self.held or now >= self.last_change + self.lease_duration + margin
+        return not self.held or self.as_of >= self.expires_at(margin)
 
     def expires_at(self, margin: float = 0.0) -> float:
-        """When `expired(·, margin)` becomes true if no further change is seen."""
+        """When `expired(margin)` becomes true if no further change is seen (and the view stays current)."""
         return self.last_change + self.lease_duration + margin
 
 
@@ -309,10 +313,26 @@ class LivenessTracker:
     As in client-go, a lease seen for the first time counts as just renewed: a newly started observer (a new
     coordinator after failover) gives every member a full lease duration before calling it expired, rather
     than trusting a renewTime written by another machine's clock.
+
+    Silence only means expiry if the view was current (rule 5: no acting on a stale view). Statuses are
+    therefore judged at `view_time(now)`: `now`, but no later than the last instant the view is known to
+    have been complete (`synced_at`). A full list (`resync`) proves that; so does the watch delivering this
+    replica's own renewal (call `mark_synced` with the time that renewal was sent: events arrive in order,
+    so everything written before it has been seen). Until the first proof nothing expires, and a watch that
+    silently stalls freezes every member as it was instead of expiring them all.
     """
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[MemberLease, float]] = {}
+        self.synced_at: float | None = None
+
+    def mark_synced(self, at: float) -> None:
+        """The view is known to hold every change made before monotonic time `at`."""
+        self.synced_at = at if self.synced_at is None else max(self.synced_at, at)
+
+    def view_time(self, now: float) -> float:
+        """The instant statuses are judged at: `now`, capped at `synced_at` (minus infinity before any)."""
+        return -math.inf if self.synced_at is None else min(now, self.synced_at)
 
     def observe(self, lease: MemberLease, now: float) -> bool:
         """Record `lease` as seen at `now`; True when its record changed (a renewal, or a first sighting)."""
@@ -328,13 +348,15 @@ class LivenessTracker:
         self._seen.pop(identity, None)
 
     def resync(self, leases: Iterable[MemberLease], now: float) -> None:
-        """A full list: observe each lease and forget members no longer listed."""
+        """A full list taken at `now` (pass the time the request was sent): observe each lease, forget members
+        no longer listed, and mark the view current."""
         listed = set()
         for lease in leases:
             listed.add(lease.identity)
             self.observe(lease, now)
         for identity in set(self._seen) - listed:
             self.forget(identity)
+        self.mark_synced(now)
 
     def lease(self, identity: str) -> MemberLease | None:
         seen = self._seen.get(identity)
@@ -345,8 +367,9 @@ class LivenessTracker:
         if seen is None:
             return None
         lease, changed = seen
+        as_of = self.view_time(now)
         held = bool(lease.holder)
-        live = held and now < changed + lease.lease_duration
+        live = held and as_of < changed + lease.lease_duration
         return MemberStatus(
             identity=lease.identity,
             state=member_state(lease, live),
@@ -354,6 +377,7 @@ class LivenessTracker:
             observed_generation=lease.observed_generation,
             lease_duration=float(lease.lease_duration),
             last_change=changed,
+            as_of=as_of,
             held=held,
             draining=lease.draining,
             restarting=lease.restarting,
@@ -361,7 +385,7 @@ class LivenessTracker:
         )
 
     def statuses(self, now: float) -> dict[str, MemberStatus]:
-        """Every known member's status at `now`, by identity (sorted)."""
+        """Every known member's status at `now` (see `view_time`), by identity (sorted)."""
         result = {}
         for identity in sorted(self._seen):
             status = self.status(identity, now)

@@ -12,10 +12,12 @@ def status(
     weight: int = 1,
     acked: int | None = None,
     last_change: float = 1000.0,
+    as_of: float | None = None,
     lease_duration: float = 15.0,
     held: bool = True,
 ) -> MemberStatus:
-    """A member as an observer sees it; `last_change` is on the observer's monotonic clock."""
+    """A member as an observer sees it; `last_change` and `as_of` (default: `last_change`) are on the
+    observer's monotonic clock."""
     return MemberStatus(
         identity=identity,
         state=state,
@@ -23,6 +25,7 @@ def status(
         observed_generation=acked,
         lease_duration=lease_duration,
         last_change=last_change,
+        as_of=last_change if as_of is None else as_of,
         held=held,
         draining=state is MemberState.DRAINING,
         restarting=state is MemberState.RESTARTING,

@@ -3,6 +3,7 @@ member states, and self-fencing (rule 5). Every timing rule runs on a FakeClock.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -144,6 +145,13 @@ def test_new_and_renewed_records() -> None:
 # --- rule 1: liveness on the observer's monotonic clock ---------------------------------------------------
 
 
+def current_view() -> LivenessTracker:
+    """A tracker whose view of the leases counts as always current (the watch never lags)."""
+    tracker = LivenessTracker()
+    tracker.mark_synced(math.inf)
+    return tracker
+
+
 def renewal(lease: MemberLease, n: int) -> MemberLease:
     # A renewal as another machine would write it; the text is never compared with our clock.
     return replace(lease, renew_time=f"1999-01-01T00:00:{n:02d}.000000Z")
@@ -151,20 +159,20 @@ def renewal(lease: MemberLease, n: int) -> MemberLease:
 
 def test_a_member_is_live_while_its_renewals_keep_changing() -> None:
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     lease = MemberLease.new(INSTANCE, "dns-0", clock.now())
     assert tracker.observe(lease, clock.monotonic())
     for n in range(10):
         clock.advance(5)
         assert tracker.observe(renewal(lease, n), clock.monotonic())
         status = tracker.status("dns-0", clock.monotonic())
-        assert status is not None and status.live(clock.monotonic())
+        assert status is not None and status.live
         assert status.state is MemberState.READY
 
 
 def test_a_member_expires_a_lease_duration_after_the_last_change_we_saw() -> None:
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     lease = MemberLease.new(INSTANCE, "dns-0", clock.now(), lease_duration=15)
     tracker.observe(lease, clock.monotonic())
     clock.advance(10)
@@ -176,26 +184,26 @@ def test_a_member_expires_a_lease_duration_after_the_last_change_we_saw() -> Non
     clock.advance(0.1)
     status = tracker.status("dns-0", clock.monotonic())
     assert status is not None and status.state is MemberState.EXPIRED
-    assert status.expired(clock.monotonic()) and not status.expired(clock.monotonic(), margin=2)
+    assert status.expired() and not status.expired(margin=2)
     assert status.expires_at(margin=2) == status.last_change + 17
 
 
 def test_remote_timestamps_and_our_wall_clock_do_not_matter() -> None:
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     # renewTime a year in the past and our wall clock jumping: only the change and our monotonic time count.
     lease = replace(MemberLease.new(INSTANCE, "dns-0", clock.now()), renew_time="2025-01-01T00:00:00.000000Z")
     tracker.observe(lease, clock.monotonic())
     clock.jump_wall(86400)
     clock.advance(14)
     status = tracker.status("dns-0", clock.monotonic())
-    assert status is not None and status.live(clock.monotonic())
+    assert status is not None and status.live
 
 
 def test_a_first_sighting_counts_as_a_fresh_renewal() -> None:
     # A new observer (a new coordinator) gives every member a full lease duration, as client-go does.
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     stale = replace(MemberLease.new(INSTANCE, "dns-0", clock.now()), renew_time="2020-01-01T00:00:00.000000Z")
     clock.advance(1000)
     tracker.observe(stale, clock.monotonic())
@@ -206,16 +214,16 @@ def test_a_first_sighting_counts_as_a_fresh_renewal() -> None:
 
 def test_a_released_lease_is_expired_at_once() -> None:
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     tracker.observe(replace(MemberLease.new(INSTANCE, "dns-0", clock.now()), holder=""), clock.monotonic())
     status = tracker.status("dns-0", clock.monotonic())
     assert status is not None and status.state is MemberState.EXPIRED
-    assert status.expired(clock.monotonic(), margin=100)
+    assert status.expired(margin=100)
 
 
 def test_member_states() -> None:
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     base = MemberLease.new(INSTANCE, "dns-0", clock.now())
     tracker.observe(replace(base, draining=True), clock.monotonic())
     tracker.observe(replace(base, identity="dns-1", holder="dns-1", restarting=True), clock.monotonic())
@@ -226,14 +234,14 @@ def test_member_states() -> None:
     now = clock.monotonic()
     # A restarting member stays restarting once its lease lapses (its zones are parked, not lost) ...
     assert tracker.statuses(now)["dns-1"].state is MemberState.RESTARTING
-    assert tracker.statuses(now)["dns-1"].expired(now)
+    assert tracker.statuses(now)["dns-1"].expired()
     # ... a draining one whose lease lapsed is simply expired.
     assert tracker.statuses(now)["dns-0"].state is MemberState.EXPIRED
 
 
 def test_resync_forgets_deleted_leases() -> None:
     clock = FakeClock()
-    tracker = LivenessTracker()
+    tracker = current_view()
     a = MemberLease.new(INSTANCE, "a", clock.now())
     b = MemberLease.new(INSTANCE, "b", clock.now())
     tracker.resync([a, b], clock.monotonic())
@@ -242,6 +250,26 @@ def test_resync_forgets_deleted_leases() -> None:
     assert tracker.status("b", clock.monotonic()) is None
     tracker.forget("a")
     assert tracker.statuses(clock.monotonic()) == {}
+
+
+def test_silence_on_a_stale_view_expires_nobody() -> None:
+    # Rule 5: a replica whose watch has stalled must not read the silence as everyone's expiry.
+    clock = FakeClock()
+    tracker = LivenessTracker()
+    lease = MemberLease.new(INSTANCE, "dns-0", clock.now())
+    tracker.observe(lease, clock.monotonic())
+    clock.advance(60)
+    status = tracker.status("dns-0", clock.monotonic())
+    assert status is not None and status.state is MemberState.READY  # never synced: nothing expires
+    tracker.resync([lease], clock.monotonic() - 50)  # a list taken 50 s ago, 10 s after the last change
+    status = tracker.status("dns-0", clock.monotonic())
+    assert status is not None and status.as_of == clock.monotonic() - 50 and status.live
+    tracker.mark_synced(clock.monotonic() - 44)  # the watch delivered our own renewal sent 44 s ago
+    status = tracker.status("dns-0", clock.monotonic())
+    assert status is not None and status.state is MemberState.EXPIRED
+    assert not status.expired(margin=2) and status.expires_at(margin=2) == clock.monotonic() - 43
+    tracker.mark_synced(clock.monotonic() - 100)  # older proofs never move the view back
+    assert tracker.synced_at == clock.monotonic() - 44
 
 
 # --- rule 5: self-fencing ----------------------------------------------------------------------------------
@@ -258,7 +286,7 @@ def test_self_fencing_stops_writes_a_margin_before_anyone_may_take_over() -> Non
     assert not may_write(sent, clock.monotonic(), 15, 3)
     # An observer that saw that renewal no earlier than `sent` calls the member expired only at sent + 15
     # (+ its own margin): writes have stopped well before.
-    tracker = LivenessTracker()
+    tracker = current_view()
     tracker.observe(MemberLease.new(INSTANCE, "dns-0", clock.now()), sent)
     status = tracker.status("dns-0", clock.monotonic())
-    assert status is not None and not status.expired(clock.monotonic())
+    assert status is not None and not status.expired()
