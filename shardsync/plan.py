@@ -156,8 +156,8 @@ def plan(
     update_old: list[Endpoint] = []
     update_new: list[Endpoint] = []
     skipped: list[Skipped] = []
-    unmatched = dict(have)  # what is left after the loop is current and not desired
-    take = unmatched.pop
+    # `have` is consumed: what the loop leaves in it is current and not desired.
+    take = have.pop
     for key, w in want.items():
         c = take(key, None)
         if c is None:
@@ -178,7 +178,7 @@ def plan(
         update_old.append(c)
         update_new.append(_with_owner(w, owner_id))
 
-    deletes = [c for c in unmatched.values() if c.labels.get(OWNER_LABEL) == owner_id]
+    deletes = [c for c in have.values() if c.labels.get(OWNER_LABEL) == owner_id]
 
     # Sorted by key before the policy splits them, so equal inputs give equal results in any order.
     deletes.sort(key=_by_key)
