@@ -1,0 +1,147 @@
+"""Moving zones between replicas without two writers: release first (rule 3), acquire second (rule 4).
+
+Pure. `handoff()` says what a replica releases and gains when it sees a new assignment; `may_acquire()` says
+whether it may start a gained zone yet; `zone_state()` names a zone's state for /shards.
+
+The acknowledgement protocol these rules rely on (the I/O side keeps it):
+- A replica switches only to a newer generation (`assignment.is_successor`).
+- On seeing generation g it stops every zone it runs but does not own in g (an in-flight write finishes or
+  is cancelled), and only then writes `observed-generation: g` on its member lease. So a replica whose
+  observed generation is h writes at most the zones it owns in h, and never acquires anything under an
+  older generation again.
+- A replica that runs no zones (just started) has nothing to release: it writes the generation it has read
+  in the same request that creates or renews its lease, so a new or crash-looping replica never holds
+  everyone else's handoffs up.
+
+Rule 4 as stated ("the previous owner acknowledged g, or expired, or there was none") is not quite enough
+when a replica lags more than one generation: in g-1 the zone's owner may still have been waiting for the
+owner in g-2, who may still be writing. So `may_acquire` asks it of every peer: each has acknowledged g,
+or has acknowledged g-1 and did not own the zone in g-1 (knowable only with the g-1 assignment in hand), or
+has expired plus a margin on our own clock. With only the plain rule's peers involved, this is the plain rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from shardsync.sharding.assignment import Assignment
+from shardsync.sharding.membership import MemberState, MemberStatus
+
+
+class ZoneState(StrEnum):
+    ACTIVE = "active"  # its owner runs it
+    PENDING = "pending"  # its owner waits for the previous owner to release it (or has not acknowledged)
+    ORPHANED = "orphaned"  # no live owner: no members, or the owner's lease lapsed
+    PARKED = "parked"  # its owner is restarting; the zone waits for it
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """What one replica does on a new assignment: stop `release`, then start `gain` (each when allowed),
+    and go on with `keep`."""
+
+    release: frozenset[str]
+    gain: frozenset[str]
+    keep: frozenset[str]
+
+
+def handoff(identity: str, new: Assignment, zones: Iterable[str], running: Iterable[str]) -> Handoff:
+    """Split `zones` for `identity` under `new`, given the zones it `running` now (active or pending).
+
+    Starting from what actually runs rather than from the previous assignment also covers a first start
+    (nothing runs), skipped generations and zones dropped after a refused (fenced) write. For a pure
+    assignment-to-assignment diff pass `running=previous.zones_of(identity, zones)`.
+    """
+    owned = new.zones_of(identity, zones)
+    now_running = set(running)
+    return Handoff(
+        release=frozenset(now_running - owned),
+        gain=frozenset(owned - now_running),
+        keep=frozenset(owned & now_running),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AcquireVerdict:
+    allowed: bool
+    waiting_for: tuple[str, ...]  # peers that have neither acknowledged nor expired
+    reason: str
+    retry_at: float | None = None  # when the first of them expires on our clock if nothing changes
+
+
+def peer_may_write(
+    peer: MemberStatus, zone: str, new: Assignment, previous: Assignment | None, margin: float
+) -> bool:
+    """Whether `peer` might still be writing `zone` as far as the generation-`new` owner can tell."""
+    if peer.expired(margin):
+        return False
+    acked = peer.observed_generation
+    if acked is not None and acked >= new.generation:
+        return False
+    # Acknowledged g-1: it writes at most what it owned in g-1, so only that owner can be writing the zone.
+    released_for_previous = (
+        acked is not None
+        and acked == new.generation - 1
+        and previous is not None
+        and previous.generation == acked
+        and previous.owner_of(zone) != peer.identity
+    )
+    return not released_for_previous
+
+
+def may_acquire(
+    zone: str,
+    identity: str,
+    new: Assignment,
+    previous: Assignment | None,
+    peers: Mapping[str, MemberStatus],
+    margin: float,
+) -> AcquireVerdict:
+    """Rule 4: may `identity`, which owns `zone` in `new`, start it now?
+
+    `previous` is the assignment this replica held before `new` (used only when it is generation g-1;
+    otherwise every live peer must have acknowledged g). `peers` are the member statuses from this
+    replica's own LivenessTracker, judged at the time its view was last known current (`MemberStatus.as_of`),
+    so a stale view never expires anyone; a member whose lease is gone is not a peer (it deletes its lease
+    only after releasing). `margin` is added to a silent peer's lease duration before it counts as gone, and
+    must exceed the self-fencing margin's share of clock-rate error.
+    """
+    if new.owner_of(zone) != identity:
+        return AcquireVerdict(False, (), f"{zone} is not owned by {identity} in generation {new.generation}")
+    blockers = [
+        peer
+        for peer_id, peer in sorted(peers.items())
+        if peer_id != identity and peer_may_write(peer, zone, new, previous, margin)
+    ]
+    if not blockers:
+        return AcquireVerdict(True, (), "every other member has released it or expired")
+    names = tuple(peer.identity for peer in blockers)
+    return AcquireVerdict(
+        False,
+        names,
+        f"waiting for {', '.join(names)} to acknowledge generation {new.generation} or expire",
+        min(peer.expires_at(margin) for peer in blockers),
+    )
+
+
+def zone_state(
+    owner: str | None, owner_status: MemberStatus | None, generation: int, acquired: bool | None = None
+) -> ZoneState:
+    """The state of a zone owned by `owner` in `generation`, for /shards.
+
+    `acquired` is given by the owner itself, which knows whether it runs the zone; other replicas judge
+    from the owner's acknowledgement (acknowledged → active, an approximation: it may still wait on a
+    previous owner).
+    """
+    if owner is None or owner_status is None:
+        return ZoneState.ORPHANED
+    if owner_status.state is MemberState.RESTARTING:
+        return ZoneState.PARKED
+    if owner_status.state is MemberState.EXPIRED:
+        return ZoneState.ORPHANED
+    if acquired is not None:
+        return ZoneState.ACTIVE if acquired else ZoneState.PENDING
+    acked = owner_status.observed_generation
+    return ZoneState.ACTIVE if acked is not None and acked >= generation else ZoneState.PENDING
