@@ -204,7 +204,11 @@ class _Context:
         return self._selected_pods
 
     def local_traffic_nodes(self) -> list[Obj]:
-        """Nodes running the Service's pods, preferring ready and non-terminating ones (as external-dns)."""
+        """Nodes running the Service's pods: with a ready non-terminating pod, else a ready pod, else any.
+
+        Unlike external-dns, which judges a node by whichever of its pods it meets first, a node counts as
+        ready when any of its pods is, so the answer does not depend on the order of the pod cache.
+        """
         running: dict[str, Obj] = {}
         ready: dict[str, Obj] = {}
         serving: dict[str, Obj] = {}
@@ -213,7 +217,7 @@ class _Context:
                 continue
             node_name = get_str(pod, "spec", "nodeName")
             node = self.nodes.get(node_name)
-            if node is None or node_name in running:
+            if node is None:
                 continue
             running[node_name] = node
             if _pod_ready(pod):

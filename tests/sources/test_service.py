@@ -183,6 +183,17 @@ def test_node_port_local_traffic_policy_uses_nodes_with_ready_pods() -> None:
     assert ("web.example.com", "A", ("203.0.113.1",)) in records(result)
 
 
+def test_node_port_local_node_ready_if_any_of_its_pods_is() -> None:
+    pods = {
+        "default/a": pod("a", node_name="n1", ready=False),
+        "default/b": pod("b", node_name="n1"),
+        "default/c": pod("c", node_name="n2"),
+    }
+    for order in (pods, dict(reversed(pods.items()))):
+        result = service_endpoints(node_port_service(externalTrafficPolicy="Local"), nodes=NODES, pods=order)
+        assert ("web.example.com", "A", ("203.0.113.1", "203.0.113.2")) in records(result)
+
+
 @pytest.mark.parametrize(
     ("pods", "want"),
     [
@@ -292,6 +303,14 @@ def test_headless_pod_target_annotation_replaces_its_address() -> None:
         ("web.example.com", "CNAME", ("pod0.example.net",)),
         ("web-0.web.example.com", "CNAME", ("pod0.example.net",)),
         ("web-1.web.example.com", "A", ("172.16.0.2",)),
+    }
+
+
+def test_headless_uses_only_the_first_address_of_an_endpoint() -> None:
+    s = endpoint_slice("web", [("172.16.0.1", "web-2", True)])
+    s["endpoints"][0]["addresses"].append("172.16.0.99")
+    assert records(service_endpoints(headless(), slices=[s], pods=HEADLESS_PODS)) == {
+        ("web.example.com", "A", ("172.16.0.1",))
     }
 
 
