@@ -4,9 +4,11 @@ admin endpoint, hands API requests to RestApi and streams watches as chunked lin
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import socket
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,6 +26,19 @@ from shardsync.logs import get_logger
 
 log = get_logger(__name__)
 _MAX_BODY = 64 * 1024 * 1024
+_MAX_LINE = 65536
+_MAX_HEADERS = 100
+
+
+def _http_date() -> str:
+    now = int(time.time())
+    cached = _DATE_CACHE
+    if cached[0] != now:
+        cached[:] = [now, email.utils.formatdate(now, usegmt=True)]
+    return str(cached[1])
+
+
+_DATE_CACHE: list[int | str] = [0, ""]
 
 
 class App:
@@ -72,12 +87,48 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: ApiHTTPServer
+    fields: dict[str, str]
+    raw_requestline: bytes
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http", request=self.requestline, detail=format % args)
 
     def version_string(self) -> str:
         return "shardsync-apiserver"
+
+    def parse_request(self) -> bool:
+        """Request line and headers without the email parser, which costs a quarter of a request's time.
+
+        Sets command, path, request_version, close_connection and `fields` (lower-cased header names)."""
+        self.command = ""
+        self.close_connection = True
+        self.requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if len(words) != 3 or not words[2].startswith("HTTP/1."):
+            self.request_version = "HTTP/1.0"
+            self.send_error(400, f"Bad request line {self.requestline!r}")
+            return False
+        self.command, self.path, self.request_version = words
+        fields: dict[str, str] = {}
+        while True:
+            line = self.rfile.readline(_MAX_LINE + 1)
+            if len(line) > _MAX_LINE or len(fields) > _MAX_HEADERS:
+                self.send_error(431, "Request header too large")
+                return False
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.decode("iso-8859-1").partition(":")
+            key = name.strip().lower()
+            fields[key] = f"{fields[key]}, {value.strip()}" if key in fields else value.strip()
+        self.fields = fields
+        connection = fields.get("connection", "").lower()
+        self.close_connection = connection == "close" or (
+            self.request_version == "HTTP/1.0" and connection != "keep-alive"
+        )
+        if fields.get("expect", "").lower() == "100-continue":
+            self.send_response_only(100)
+            self.end_headers()
+        return True
 
     def do_GET(self) -> None:
         self._handle()
@@ -87,7 +138,7 @@ class Handler(BaseHTTPRequestHandler):
     # -- request plumbing ----------------------------------------------------------------------------------
 
     def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+        if "chunked" in self.fields.get("transfer-encoding", "").lower():
             parts: list[bytes] = []
             total = 0
             while True:
@@ -101,14 +152,13 @@ class Handler(BaseHTTPRequestHandler):
                     raise bad_request("request body too large")
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
+        length = int(self.fields.get("content-length") or 0)
         if length > _MAX_BODY:
             raise bad_request("request body too large")
         return self.rfile.read(length) if length else b""
 
     def _header(self, name: str) -> str | None:
-        value = self.headers.get(name)
-        return None if value is None else str(value)
+        return self.fields.get(name.lower())
 
     def _handle(self) -> None:
         app = self.server.app
@@ -156,13 +206,16 @@ class Handler(BaseHTTPRequestHandler):
     # -- responses -----------------------------------------------------------------------------------------
 
     def _send(self, code: int, data: bytes, content_type: str) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-cache, private")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        # Status line, headers and body in one send: separate small writes cost a syscall and a packet each.
+        reason = self.responses.get(code, ("",))[0]
+        head = (
+            f"{self.protocol_version} {code} {reason}\r\n"
+            f"Content-Type: {content_type}\r\n"
+            f"Content-Length: {len(data)}\r\n"
+            "Cache-Control: no-cache, private\r\n"
+            f"Date: {_http_date()}\r\n" + ("Connection: close\r\n" if self.close_connection else "") + "\r\n"
+        )
+        self.wfile.write(head.encode("latin-1") + (b"" if self.command == "HEAD" else data))
 
     def _send_reply(self, reply: Reply) -> None:
         data = reply.body if isinstance(reply.body, bytes) else orjson.dumps(reply.body)

@@ -1,0 +1,56 @@
+"""Shared fixtures: the embedded Kubernetes API server, in this process or as a child process.
+
+`apiserver` is an in-process server (shardsync.local.apiserver.ApiServer) with `.url`, `.kubeconfig`,
+`.api_client(user_agent=None)`, `.faults` (pause/resume/refuse/allow/clear), `.stop()`, `.start()` and
+`.restart()` (same port, same objects). `apiserver_process` is the same surface over a child process
+(`python -m shardsync apiserver`), with `.faults` driven over the admin endpoint and `.kill()` for a crash.
+`make_apiserver(process=False, **options)` starts more, with options such as `window`, `bookmark_interval`
+and `data_dir`. Every server a test starts is stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shardsync.local.apiserver import ApiServer, ApiServerProcess
+
+MakeApiServer = Callable[..., Any]
+
+
+@pytest.fixture
+def make_apiserver(tmp_path: Path) -> Iterator[MakeApiServer]:
+    started: list[ApiServer | ApiServerProcess] = []
+    counter = itertools.count()
+
+    def make(process: bool = False, **options: Any) -> ApiServer | ApiServerProcess:
+        kubeconfig = tmp_path / f"kubeconfig-{next(counter)}"
+        server: ApiServer | ApiServerProcess
+        if process:
+            server = ApiServerProcess(kubeconfig, **options)
+        else:
+            server = ApiServer(kubeconfig_path=kubeconfig, **options)
+        started.append(server)
+        return server.start()
+
+    try:
+        yield make
+    finally:
+        for server in reversed(started):
+            server.stop()
+
+
+@pytest.fixture
+def apiserver(make_apiserver: MakeApiServer) -> ApiServer:
+    server: ApiServer = make_apiserver()
+    return server
+
+
+@pytest.fixture
+def apiserver_process(make_apiserver: MakeApiServer) -> ApiServerProcess:
+    server: ApiServerProcess = make_apiserver(process=True)
+    return server
