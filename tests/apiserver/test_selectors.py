@@ -126,7 +126,7 @@ def test_field_selector_absent_field_reads_as_empty() -> None:
 def test_field_selector_escapes_and_unsupported_fields() -> None:
     parsed = parse_field_selector(r"metadata.name=a\,b", FIELDS)
     assert parsed.requirements[0].value == "a,b"
-    with pytest.raises(SelectorError, match="field label not supported: spec.other"):
+    with pytest.raises(SelectorError, match=r"field label not supported: spec\.other"):
         parse_field_selector("spec.other=x", FIELDS)
     with pytest.raises(SelectorError):
         parse_field_selector("metadata.name", FIELDS)
