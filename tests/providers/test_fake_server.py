@@ -7,6 +7,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -23,9 +24,10 @@ from shardsync.providers.base import (
     ThrottledError,
     UnreachableError,
 )
-from shardsync.providers.fake import FakeStore, Faults, overlapping_writes
+from shardsync.providers.fake import FakeStore, Faults, Limits, overlapping_writes
 from shardsync.providers.fake_client import FakeAdmin, FakeHTTPProvider
 from shardsync.providers.fake_server import FakeServer
+from tests.providers.fake_helpers import Latency
 
 Z0 = "zone-0000.example"
 
@@ -134,42 +136,48 @@ async def test_error_mapping(client: FakeHTTPProvider, admin: FakeAdmin) -> None
 
 @pytest.mark.anyio
 async def test_rate_limit_over_http(client: FakeHTTPProvider, admin: FakeAdmin) -> None:
-    admin.set_limits({"rateLimit": 1, "burst": 2})
+    admin.set_limits({"rateLimit": 0.5, "burst": 2})  # a token every 2 s: none comes back during the test
     await client.zones()
     await client.zones()
     with pytest.raises(ThrottledError, match="rate limit"):
         await client.zones()
-    assert admin.limits().rate == 1
+    assert admin.limits().rate == 0.5
     async with httpx.AsyncClient(timeout=5) as raw:
         resp = await raw.get(f"{admin.url}/v1/zones", headers={"X-Shardsync-Client": "replica-0"})
     assert resp.status_code == 429
-    assert resp.headers["Retry-After"] == "1"
+    assert resp.headers["Retry-After"] == "2"
     admin.set_limits({"rateLimit": None})
     await client.zones()
 
 
 @pytest.mark.anyio
-async def test_per_client_concurrency_keeps_replicas_apart(server: FakeServer, admin: FakeAdmin) -> None:
-    admin.set_limits({"latency": 0.1, "concurrency": 2})
-    clients = [FakeHTTPProvider(server.url, f"replica-{i}", timeout=5) for i in range(3)]
+async def test_per_client_concurrency_keeps_replicas_apart() -> None:
+    latency = Latency()
+    latency.meet = threading.Barrier(6)
+    store = FakeStore(limits=Limits(latency=0.001, concurrency=2), sleep=latency)
+    store.seed(1, 1)
+    server = FakeServer(store, port=0)
+    server.start()
+    clients = [FakeHTTPProvider(server.url, f"replica-{i}", timeout=8) for i in range(3)]
     try:
-        began = time.monotonic()
+        # 3 replicas x 2 calls: all six are in flight together, or the barrier breaks.
         async with anyio.create_task_group() as tg:
             for c in clients:
                 for _ in range(2):
                     tg.start_soon(c.zones)
-        parallel = time.monotonic() - began
+        assert latency.most == 6
+        latency.meet, latency.most = None, 0
+        store.set_limits(Limits(latency=0.02, concurrency=2))
         began = time.monotonic()
         async with anyio.create_task_group() as tg:
             for _ in range(6):
                 tg.start_soon(clients[0].zones)
-        serial = time.monotonic() - began
+        assert latency.most <= 2  # one replica never has more than its 2 calls in flight
+        assert time.monotonic() - began >= 3 * 0.02
     finally:
         for c in clients:
             await c.close()
-    # 3 clients x 2 calls fit in one latency round; 6 calls of one client need three.
-    assert parallel < 0.2
-    assert serial >= 0.29
+        server.stop()
 
 
 @pytest.mark.anyio

@@ -24,6 +24,7 @@ from shardsync.providers.fake import (
     overlapping_writes,
     zone_name,
 )
+from tests.providers.fake_helpers import Latency
 
 Z0 = "zone-0000.example"
 Z1 = "zone-0001.example"
@@ -368,7 +369,8 @@ def test_latency_is_slept_per_call() -> None:
     assert clock.slept == [0.02, 0.02]
 
 
-def _timed_parallel(store: FakeStore, clients: list[str]) -> float:
+def _in_threads(store: FakeStore, clients: list[str]) -> float:
+    """Call zones() once per client, all at once; re-raise the first error; return the elapsed time."""
     errors: list[BaseException] = []
 
     def call(client: str) -> None:
@@ -382,23 +384,41 @@ def _timed_parallel(store: FakeStore, clients: list[str]) -> float:
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=5)
+        t.join(timeout=10)
     if errors:
         raise errors[0]
     return time.monotonic() - began
 
 
-def test_concurrency_limit_serialises_one_client_not_several() -> None:
-    # Three rounds of latency for one client, one round for three clients; the slack absorbs a busy host.
-    store = FakeStore(limits=Limits(latency=0.08, concurrency=1))
-    assert _timed_parallel(store, ["a", "a", "a"]) >= 0.23
-    assert _timed_parallel(store, ["a", "b", "c"]) < 0.16
+def test_concurrency_limit_serialises_one_client() -> None:
+    latency = Latency()
+    store = FakeStore(limits=Limits(latency=0.02, concurrency=1), sleep=latency)
+    assert _in_threads(store, ["a", "a", "a"]) >= 0.06
+    assert latency.most == 1
+
+
+def test_concurrency_limit_lets_clients_run_together() -> None:
+    latency = Latency()
+    latency.meet = threading.Barrier(3)
+    store = FakeStore(limits=Limits(latency=0.001, concurrency=1), sleep=latency)
+    _in_threads(store, ["a", "b", "c"])
+    assert latency.most == 3
 
 
 def test_concurrency_limit_throttles_after_queue_timeout() -> None:
-    store = FakeStore(limits=Limits(latency=0.3, concurrency=1, queue_timeout=0.05))
-    with pytest.raises(ThrottledError, match="in flight"):
-        _timed_parallel(store, ["a", "a"])
+    latency = Latency()
+    latency.hold = 1
+    store = FakeStore(limits=Limits(latency=0.001, concurrency=1, queue_timeout=0.05), sleep=latency)
+    holder = threading.Thread(target=store.zones, args=("a",))
+    holder.start()
+    try:
+        assert latency.entered.wait(timeout=5)
+        with pytest.raises(ThrottledError, match="in flight"):
+            store.zones("a")
+        store.zones("b")  # another client is not held up
+    finally:
+        latency.release.set()
+        holder.join(timeout=5)
 
 
 # ---- the in-process provider ----
