@@ -16,7 +16,7 @@ from typing import Any
 # Label keys external-dns uses on endpoints (and inside TXT ownership records).
 OWNER_LABEL = "owner"
 RESOURCE_LABEL = "resource"
-OWNED_RECORD_LABEL = "owned-record"
+OWNED_RECORD_LABEL = "ownedRecord"
 
 # shardsync's own endpoint labels start with this prefix; they steer the planner and are never written
 # into TXT ownership records (so those stay byte-identical to external-dns's).

@@ -75,6 +75,11 @@ class RecordsRejectedError(ProviderError):
         super().__init__(f"zone {zone}: {len(rejected)} change(s) not written: {shown}{more}")
 
 
+class BatchRejectedError(ProviderError):
+    """The provider refused the whole call because of its content (a record it will not take); nothing was
+    applied. The worker splits the changes to find the record(s) at fault and applies the rest."""
+
+
 class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
 

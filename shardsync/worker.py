@@ -1,0 +1,422 @@
+"""Per-zone reconcile loops: one zone at a time from source to provider, many zones at once.
+
+Follow one zone through `_reconcile`:
+
+    provider.records(zone) → registry.read → plan(desired, current) → registry.with_ownership
+        → provider.apply(zone, changes, fence)
+
+`Worker` owns the zones the sharding layer gives it (`own` / `release`), runs up to `concurrency`
+reconciles at once from a `ZoneSchedule`, and reconciles a zone again at its interval, soon after a source
+change touching it, or after a backoff when it failed. A failing zone never blocks the others; a rejected
+record is reported (Event + metric) while the rest of its zone applies; throttling is a soft error.
+
+Release is safe by construction: a zone's reconcile runs in its own cancel scope, `release` cancels it and
+waits, and the provider write itself is shielded, so an UPDATE already sent finishes before the zone counts
+as released (design rule 3: an in-flight apply finishes or is cancelled, never half-abandoned).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+import anyio
+from prometheus_client import Counter, Gauge, Histogram
+
+from shardsync.backoff import Backoff
+from shardsync.desired import DesiredIndex
+from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.events import EventRecorder, ObjectRef
+from shardsync.logs import get_logger
+from shardsync.plan import Conflict, Policy, Skipped, plan
+from shardsync.providers.base import (
+    BatchRejectedError,
+    FencedError,
+    FenceToken,
+    Provider,
+    ProviderError,
+    RecordsRejectedError,
+    Rejected,
+    ThrottledError,
+)
+from shardsync.registry import TxtRegistry, ZoneView
+from shardsync.schedule import ZoneSchedule
+
+log = get_logger(__name__)
+
+# external-dns's metric names where they mean the same thing, so existing dashboards keep working.
+LAST_SYNC = Gauge(
+    "external_dns_controller_last_sync_timestamp_seconds", "Time of the last successful reconcile of any zone"
+)
+REGISTRY_ENDPOINTS = Gauge("external_dns_registry_endpoints_total", "Records in the owned zones")
+SOURCE_ENDPOINTS = Gauge("external_dns_source_endpoints_total", "Desired endpoints in the owned zones")
+REGISTRY_ERRORS = Counter("external_dns_registry_errors_total", "Failed provider reads or writes")
+ZONE_LAST_SYNC = Gauge("shardsync_zone_last_sync_timestamp_seconds", "Last successful reconcile", ["zone"])
+ZONE_SYNC_SECONDS = Gauge("shardsync_zone_sync_duration_seconds", "Duration of the last reconcile", ["zone"])
+SYNC_SECONDS = Histogram(
+    "shardsync_reconcile_duration_seconds",
+    "Duration of one zone reconcile",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+RECONCILES = Counter("shardsync_reconciles_total", "Zone reconciles, by result", ["result"])
+CHANGES = Counter("shardsync_changes_applied_total", "Record changes applied, by type", ["type"])
+PROVIDER_ERRORS = Counter("shardsync_provider_errors_total", "Provider call failures, by kind", ["kind"])
+REJECTED = Counter("shardsync_records_rejected_total", "Records the provider refused (others applied)")
+CONFLICTS = Counter("shardsync_conflicts_total", "Names claimed by two source objects (the oldest won)")
+SKIPPED = Counter("shardsync_changes_skipped_total", "Changes not made because of ownership", ["reason"])
+FENCED = Counter("shardsync_fenced_writes_total", "Writes the provider refused because of the zone fence")
+OWNED = Gauge("shardsync_owned_zones", "Zones this replica reconciles")
+
+
+@dataclass(slots=True)
+class ZoneStatus:
+    """What /shards shows about a zone this replica owns."""
+
+    fence: FenceToken | None = None
+    fence_held: bool = False
+    last_sync: float = 0.0  # wall-clock time of the last successful reconcile (0: never)
+    last_sync_seconds: float = 0.0
+    records: int = 0
+    desired: int = 0
+    last_error: str = ""
+    syncs: int = 0
+
+
+class _InFlight:
+    __slots__ = ("done", "scope")
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self.scope = scope
+        self.done = anyio.Event()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    interval: float = 60.0
+    event_delay: float = 0.05
+    concurrency: int = 8
+    policy: str = "sync"
+    owner_id: str = "default"
+    managed_types: tuple[str, ...] = ("A", "AAAA", "CNAME")
+    dry_run: bool = False
+    max_backoff: float = 60.0
+
+
+class Worker:
+    """Reconciles the zones it owns; see the module docstring."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        registry: TxtRegistry,
+        desired: DesiredIndex,
+        options: WorkerOptions,
+        events: EventRecorder | None = None,
+        may_write: Callable[[], bool] = lambda: True,
+        on_fenced: Callable[[str, FenceToken | None], None] = lambda zone, token: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.provider = provider
+        self.registry = registry
+        self.desired = desired
+        self.options = options
+        self.events = events
+        self._may_write = may_write
+        self._on_fenced = on_fenced
+        self._clock = clock
+        self._policy = Policy(options.policy)
+        self._schedule = ZoneSchedule(interval=options.interval, event_delay=options.event_delay)
+        self.status: dict[str, ZoneStatus] = {}
+        self._inflight: dict[str, _InFlight] = {}
+        self._backoff: dict[str, Backoff] = {}
+        self._wake = anyio.Event()
+
+    # -- ownership, from the sharding layer ----------------------------------------------------------
+
+    def own(self, zone: str, fence: FenceToken | None = None) -> None:
+        """Start reconciling `zone`; with `fence`, the first write acquires the zone's fence first."""
+        status = self.status.get(zone)
+        if status is None:
+            self.status[zone] = ZoneStatus(fence=fence)
+            self._schedule.add(zone, self._clock())
+            OWNED.set(len(self.status))
+            self._notify()
+        elif status.fence != fence:
+            status.fence, status.fence_held = fence, False
+
+    async def release(self, zone: str) -> None:
+        """Stop reconciling `zone`; returns once no write to it is in flight."""
+        self._schedule.remove(zone)
+        if self.status.pop(zone, None) is not None:
+            OWNED.set(len(self.status))
+            for gauge in (ZONE_LAST_SYNC, ZONE_SYNC_SECONDS):
+                with contextlib.suppress(KeyError):  # never synced: no series to drop
+                    gauge.remove(zone)
+        self._backoff.pop(zone, None)
+        inflight = self._inflight.get(zone)
+        if inflight is not None:
+            inflight.scope.cancel()
+            await inflight.done.wait()
+
+    def owned(self) -> list[str]:
+        return list(self.status)
+
+    def mark_dirty(self, zones: Iterable[str]) -> None:
+        """Source changes touched these zones: reconcile the owned ones soon."""
+        now = self._clock()
+        for zone in zones:
+            self._schedule.mark_dirty(zone, now)
+        self._notify()
+
+    def _notify(self) -> None:
+        self._wake.set()
+        self._wake = anyio.Event()
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run `concurrency` reconcile loops until cancelled."""
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.options.concurrency):
+                tg.start_soon(self._runner)
+
+    async def _runner(self) -> None:
+        while True:
+            zone = self._schedule.pop_due(self._clock())
+            if zone is None:
+                due = self._schedule.next_due()
+                wake = self._wake
+                with anyio.move_on_after(math.inf if due is None else max(0.0, due - self._clock())):
+                    await wake.wait()
+                continue
+            await self._run_zone(zone)
+
+    async def _run_zone(self, zone: str) -> None:
+        retry_in: float | None = None
+        with anyio.CancelScope() as scope:
+            inflight = self._inflight[zone] = _InFlight(scope)
+            try:
+                retry_in = await self._reconcile_guarded(zone)
+            finally:
+                del self._inflight[zone]
+                inflight.done.set()
+        self._schedule.finished(zone, self._clock(), retry_in)
+        self._notify()
+
+    async def _reconcile_guarded(self, zone: str) -> float | None:
+        """Reconcile; on failure, log, count, and say when to retry (None: success)."""
+        status = self.status.get(zone)
+        if status is None:
+            return None
+        started = self._clock()
+        try:
+            if not self._may_write():
+                raise _NotWriting("this replica may not write now (lease not renewed)")
+            await self._reconcile(zone, status)
+        except FencedError as exc:
+            FENCED.inc()
+            RECONCILES.labels("fenced").inc()
+            status.last_error = f"fenced: {exc}"
+            log.error(
+                "write refused by the zone fence, dropping the zone",
+                zone=zone,
+                fence=status.fence.to_text() if status.fence else "",
+                error=str(exc),
+            )
+            self._on_fenced(zone, status.fence)
+            return self.options.max_backoff
+        except (ProviderError, _NotWriting) as exc:
+            kind = _error_kind(exc)
+            PROVIDER_ERRORS.labels(kind).inc()
+            REGISTRY_ERRORS.inc()
+            RECONCILES.labels(kind).inc()
+            status.last_error = f"{kind}: {exc}"
+            backoff = self._backoff.setdefault(zone, Backoff(initial=0.5, maximum=self.options.max_backoff))
+            delay = backoff.next()
+            log.warning(
+                "zone reconcile failed",
+                zone=zone,
+                kind=kind,
+                error=str(exc),
+                retry_in=f"{delay:.2f}s",
+                failures=self._schedule.failures(zone) + 1,
+            )
+            return delay
+        elapsed = self._clock() - started
+        self._backoff.pop(zone, None)
+        RECONCILES.labels("ok").inc()
+        SYNC_SECONDS.observe(elapsed)
+        now_wall = time.time()
+        status.last_sync, status.last_sync_seconds, status.last_error = now_wall, elapsed, ""
+        status.syncs += 1
+        LAST_SYNC.set(now_wall)
+        ZONE_LAST_SYNC.labels(zone).set(now_wall)
+        ZONE_SYNC_SECONDS.labels(zone).set(elapsed)
+        return None
+
+    async def _reconcile(self, zone: str, status: ZoneStatus) -> None:
+        """One zone, source to provider."""
+        if status.fence is not None and not status.fence_held:
+            await self.provider.acquire_fence(zone, status.fence)
+            status.fence_held = True
+            log.info("fence acquired", zone=zone, generation=status.fence.generation)
+
+        view = self.registry.read(await self.provider.records(zone))
+        desired = self.desired.desired(zone)
+        result = plan(desired, view.current, self._policy, self.options.owner_id, self.options.managed_types)
+        status.records, status.desired = len(view.current), len(desired)
+        self._report_conflicts(zone, result.conflicts)
+        self._report_skipped(zone, result.skipped)
+        counts = await self._apply(zone, status, result.changes, view)
+        if any(counts.values()):
+            log.info(
+                "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",
+                zone=zone,
+                generation=status.fence.generation if status.fence else "",
+                **counts,
+            )
+
+    async def _apply(self, zone: str, status: ZoneStatus, planned: Changes, view: ZoneView) -> dict[str, int]:
+        """Write `planned` with its ownership records; returns what was applied, by type.
+
+        A provider that refuses a whole batch for one bad record (BatchRejectedError) gets the plan split
+        in halves until the bad record stands alone, so every other record still lands. The split is done
+        on the plan, before ownership records are added, so a record and its TXT record never part.
+        """
+        owned = self.registry.with_ownership(planned, view)
+        self._report_skipped(zone, owned.skipped)
+        changes = owned.changes
+        counts = _counts(changes)
+        if changes.is_empty() or self.options.dry_run:
+            return counts
+        try:
+            # Shielded: once sent, a write completes before a release can count the zone as let go.
+            with anyio.CancelScope(shield=True):
+                await self.provider.apply(zone, changes, status.fence)
+        except RecordsRejectedError as exc:
+            self._report_rejected(zone, exc.rejected)
+            counts = _counts(changes, {r.endpoint.key for r in exc.rejected})
+        except BatchRejectedError as exc:
+            if len(planned) <= 1:
+                rejected = [
+                    Rejected(ep, str(exc)) for ep in planned.create + planned.update_new + planned.delete
+                ]
+                self._report_rejected(zone, rejected)
+                return {"create": 0, "update": 0, "delete": 0}
+            counts = {"create": 0, "update": 0, "delete": 0}
+            for half in _halves(planned):
+                for kind, n in (await self._apply(zone, status, half, view)).items():
+                    counts[kind] += n
+            return counts
+        for kind, n in counts.items():
+            if n:
+                CHANGES.labels(kind).inc(n)
+        return counts
+
+    # -- reporting ---------------------------------------------------------------------------------
+
+    def _report_conflicts(self, zone: str, conflicts: list[Conflict]) -> None:
+        for conflict in conflicts:
+            CONFLICTS.inc()
+            winner = conflict.winner.labels.get(RESOURCE_LABEL, "?")
+            for loser in conflict.loser_resources:
+                message = (
+                    f"{conflict.winner.dns_name} {conflict.winner.record_type} is claimed by {winner} "
+                    f"(older); this object's endpoint is not published ({conflict.reason})"
+                )
+                log.warning(
+                    "name conflict", zone=zone, name=conflict.winner.dns_name, winner=winner, loser=loser
+                )
+                self._event(loser, "DNSNameConflict", message)
+
+    def _report_skipped(self, zone: str, skipped: list[Skipped]) -> None:
+        for item in skipped:
+            SKIPPED.labels(str(item.reason)).inc()
+            log.info(
+                "change skipped",
+                zone=zone,
+                name=item.endpoint.dns_name,
+                type=item.endpoint.record_type,
+                reason=str(item.reason),
+                owner=item.owner,
+            )
+
+    def _report_rejected(self, zone: str, rejected_list: list[Rejected]) -> None:
+        for rejected in rejected_list:
+            REJECTED.inc()
+            log.error(
+                "record rejected by the provider",
+                zone=zone,
+                name=rejected.endpoint.dns_name,
+                type=rejected.endpoint.record_type,
+                reason=rejected.reason,
+            )
+            resource = rejected.endpoint.labels.get(RESOURCE_LABEL, "")
+            self._event(resource, "DNSRecordRejected", str(rejected))
+
+    def _event(self, resource: str, reason: str, message: str) -> None:
+        if self.events is None or resource.count("/") != 2:
+            return
+        kind, namespace, name = resource.split("/")
+        kinds = {
+            "service": ("Service", "v1"),
+            "ingress": ("Ingress", "networking.k8s.io/v1"),
+            "crd": ("DNSEndpoint", "externaldns.k8s.io/v1alpha1"),
+        }
+        k, api_version = kinds.get(kind, (kind, "v1"))
+        self.events.record(
+            ObjectRef(kind=k, namespace=namespace, name=name, api_version=api_version), reason, message
+        )
+
+    def totals(self) -> tuple[int, int]:
+        """(records, desired endpoints) over the owned zones, for the external-dns gauges."""
+        records = sum(s.records for s in self.status.values())
+        desired = sum(s.desired for s in self.status.values())
+        REGISTRY_ENDPOINTS.set(records)
+        SOURCE_ENDPOINTS.set(desired)
+        return records, desired
+
+
+class _NotWriting(Exception):
+    """Self-fenced: the replica's member lease is not fresh, so it writes nothing."""
+
+
+def _error_kind(exc: BaseException) -> str:
+    if isinstance(exc, ThrottledError):
+        return "throttled"
+    if isinstance(exc, _NotWriting):
+        return "self-fenced"
+    return type(exc).__name__.removesuffix("Error").lower() or "error"
+
+
+def _counts(changes: Changes, rejected: Collection[tuple[str, str, str]] = ()) -> dict[str, int]:
+    def count(items: list[Endpoint]) -> int:
+        return sum(1 for e in items if e.key not in rejected)
+
+    return {
+        "create": count(changes.create),
+        "update": count(changes.update_new),
+        "delete": count(changes.delete),
+    }
+
+
+def _halves(changes: Changes) -> tuple[Changes, Changes]:
+    """Split a plan in two by position over create + update + delete, keeping each update's two sides."""
+    n_create, n_update = len(changes.create), len(changes.update_new)
+
+    def part(lo: int, hi: int) -> Changes:
+        def cut(items: list[Endpoint], start: int) -> list[Endpoint]:
+            return items[max(lo - start, 0) : max(hi - start, 0)]
+
+        return Changes(
+            create=cut(changes.create, 0),
+            update_old=cut(changes.update_old, n_create),
+            update_new=cut(changes.update_new, n_create),
+            delete=cut(changes.delete, n_create + n_update),
+        )
+
+    middle = len(changes) // 2
+    return part(0, middle), part(middle, len(changes))

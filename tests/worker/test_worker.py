@@ -1,0 +1,175 @@
+"""The per-zone pipeline against the in-process fake provider: create, update, delete, ownership, fences,
+failures, release and dry run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+from shardsync.desired import DesiredIndex
+from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.providers.base import FenceToken
+from shardsync.providers.fake import FakeProvider, FakeStore, Faults, Limits
+from shardsync.registry import TxtRegistry
+from shardsync.worker import Worker, WorkerOptions
+from tests.waits import eventually
+
+pytestmark = pytest.mark.anyio
+
+ZONE = "ex.com"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def svc(name: str, host: str, ip: str) -> Endpoint:
+    return Endpoint.new(host, "A", [ip], labels={RESOURCE_LABEL: f"service/default/{name}"})
+
+
+def names(store: FakeStore, zone: str = ZONE) -> dict[tuple[str, str], tuple[str, ...]]:
+    return {(e.dns_name, e.record_type): e.targets for e in store.peek(zone)}
+
+
+@asynccontextmanager
+async def running(worker: Worker) -> AsyncIterator[Worker]:
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker.run)
+        try:
+            yield worker
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def make(store: FakeStore, desired: DesiredIndex, identity: str = "r0", **opts: object) -> Worker:
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=4, owner_id="shard", **opts)  # type: ignore[arg-type]
+    return Worker(FakeProvider(store, identity), TxtRegistry(owner_id="shard"), desired, options)
+
+
+async def test_create_update_delete_with_ownership_records() -> None:
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    worker = make(store, desired)
+    async with running(worker):
+        desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+        worker.own(ZONE)
+        await eventually(lambda: ("www.ex.com", "A") in names(store))
+        txt = names(store)[("a-www.ex.com", "TXT")]
+        assert txt == (
+            '"heritage=external-dns,external-dns/owner=shard,external-dns/resource=service/default/web"',
+        )
+
+        worker.mark_dirty(desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.2")]))
+        await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.2",))
+
+        worker.mark_dirty(desired.set_object("service/default/web", []))
+        await eventually(lambda: names(store) == {})
+
+
+async def test_foreign_records_are_never_touched() -> None:
+    store = FakeStore()
+    foreign = Endpoint.new("www.ex.com", "A", ["198.51.100.7"])
+    foreign_txt = Endpoint.new("a-www.ex.com", "TXT", ['"heritage=external-dns,external-dns/owner=other"'])
+    store.add_zone(ZONE, [foreign, foreign_txt])
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    worker = make(store, desired)
+    async with running(worker):
+        worker.own(ZONE)
+        await eventually(lambda: worker.status[ZONE].syncs >= 1)
+    assert names(store)[("www.ex.com", "A")] == ("198.51.100.7",)
+    assert [e.writer for e in store.audit() if e.op == "apply"] == []
+
+
+async def test_fenced_write_drops_the_zone() -> None:
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    fenced: list[tuple[str, FenceToken | None]] = []
+    worker = make(store, desired)
+    worker._on_fenced = lambda zone, token: fenced.append((zone, token))
+    async with running(worker):
+        worker.own(ZONE, FenceToken(generation=1, identity="r0"))
+        await eventually(lambda: worker.status[ZONE].syncs >= 1)
+        assert store.fence_of(ZONE) == FenceToken(1, "r0")
+        # a newer owner takes the zone; our next write must be refused by the provider itself
+        store.acquire_fence(ZONE, FenceToken(generation=2, identity="r1"), writer="r1")
+        worker.mark_dirty(desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")]))
+        await eventually(lambda: bool(fenced))
+    assert fenced == [(ZONE, FenceToken(1, "r0"))]
+    assert ("www.ex.com", "A") not in names(store)
+
+
+async def test_failing_zone_backs_off_and_does_not_block_others() -> None:
+    store = FakeStore(faults=Faults(fail_zones=frozenset({"bad.com"})))
+    store.add_zone(ZONE)
+    store.add_zone("bad.com")
+    desired = DesiredIndex([ZONE, "bad.com"])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    worker = make(store, desired)
+    async with running(worker):
+        worker.own("bad.com")
+        worker.own(ZONE)
+        await eventually(lambda: ("www.ex.com", "A") in names(store))
+        await eventually(lambda: worker._schedule.failures("bad.com") >= 1)
+        assert worker.status["bad.com"].last_error
+        assert worker.status["bad.com"].syncs == 0
+        # the failed zone is retried later, not in a hot loop
+        due = worker._schedule.next_due()
+        assert due is not None
+
+
+class SlowApply(FakeProvider):
+    """Tells the test when a write has reached the provider."""
+
+    entered: anyio.Event
+
+    async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
+        self.entered.set()
+        await super().apply(zone, changes, fence)
+
+
+async def test_release_waits_for_the_write_in_flight_and_stops_writing() -> None:
+    store = FakeStore(limits=Limits(latency=0.3))
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    provider = SlowApply(store, "r0")
+    provider.entered = anyio.Event()
+    worker = Worker(
+        provider, TxtRegistry(owner_id="shard"), desired, WorkerOptions(event_delay=0, owner_id="shard")
+    )
+    async with running(worker):
+        worker.own(ZONE)
+        with anyio.fail_after(5):
+            await provider.entered.wait()
+        asked = time.monotonic()
+        await worker.release(ZONE)
+        released = time.monotonic()
+        writes = [e for e in store.audit() if e.op == "apply"]
+        # release returned only after the write it interrupted had landed
+        assert len(writes) == 1 and writes[0].outcome == "ok"
+        assert asked < writes[0].end <= released
+        worker.mark_dirty(desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.9")]))
+        await anyio.sleep(0.4)
+    assert len(store.audit()) == 1, "no write after release"
+    assert names(store)[("www.ex.com", "A")] == ("192.0.2.1",)
+
+
+async def test_dry_run_writes_nothing() -> None:
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    worker = make(store, desired, dry_run=True)
+    async with running(worker):
+        worker.own(ZONE)
+        await eventually(lambda: worker.status[ZONE].syncs >= 1)
+    assert names(store) == {}
+    assert store.audit() == []
