@@ -1,0 +1,302 @@
+"""CRUD semantics through the unchanged official kubernetes client: resourceVersion, create rules,
+conflicts, /status, patches, deletes with preconditions and finalizers, and Status errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+
+from shardsync.local.apiserver import ApiServer
+
+
+def lease(name: str, holder: str = "a", labels: dict[str, str] | None = None) -> client.V1Lease:
+    return client.V1Lease(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1LeaseSpec(holder_identity=holder, lease_duration_seconds=15),
+    )
+
+
+def status_of(exc: ApiException) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(exc.body)
+    return body
+
+
+@pytest.fixture
+def leases(apiserver: ApiServer) -> client.CoordinationV1Api:
+    return client.CoordinationV1Api(apiserver.api_client())
+
+
+@pytest.fixture
+def core(apiserver: ApiServer) -> client.CoreV1Api:
+    return client.CoreV1Api(apiserver.api_client())
+
+
+def test_one_global_resource_version_and_noop_updates(
+    leases: client.CoordinationV1Api, core: client.CoreV1Api
+) -> None:
+    a = leases.create_namespaced_lease("default", lease("a"))
+    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"k": "v"}})
+    assert int(cm.metadata.resource_version) == int(a.metadata.resource_version) + 1
+    listed = leases.list_namespaced_lease("default")
+    assert listed.metadata.resource_version == cm.metadata.resource_version
+    same = leases.replace_namespaced_lease("a", "default", a)
+    assert same.metadata.resource_version == a.metadata.resource_version
+    assert core.list_namespace().metadata.resource_version == cm.metadata.resource_version
+
+
+def test_create_fills_metadata_and_refuses_duplicates_and_nameless(core: client.CoreV1Api) -> None:
+    made = core.create_namespaced_config_map("default", {"metadata": {"generateName": "gen-"}})
+    assert made.metadata.name.startswith("gen-") and len(made.metadata.name) == 9
+    assert made.metadata.uid and made.metadata.creation_timestamp and made.metadata.resource_version
+    with pytest.raises(ApiException) as dup:
+        core.create_namespaced_config_map("default", {"metadata": {"name": made.metadata.name}})
+    assert dup.value.status == 409
+    assert status_of(dup.value)["reason"] == "AlreadyExists"
+    with pytest.raises(ApiException) as nameless:
+        core.create_namespaced_config_map("default", {"metadata": {}})
+    body = status_of(nameless.value)
+    assert (nameless.value.status, body["reason"], body["code"]) == (422, "Invalid", 422)
+    assert body["kind"] == "Status" and body["status"] == "Failure"
+    assert "name or generateName is required" in body["message"]
+
+
+def test_replace_with_stale_resource_version_conflicts(leases: client.CoordinationV1Api) -> None:
+    first = leases.create_namespaced_lease("default", lease("l"))
+    fresh = leases.read_namespaced_lease("l", "default")
+    fresh.spec.holder_identity = "b"
+    leases.replace_namespaced_lease("l", "default", fresh)
+    first.spec.holder_identity = "c"
+    with pytest.raises(ApiException) as exc:
+        leases.replace_namespaced_lease("l", "default", first)
+    body = status_of(exc.value)
+    assert (exc.value.status, body["reason"]) == (409, "Conflict")
+    assert "the object has been modified" in body["message"]
+    assert leases.read_namespaced_lease("l", "default").spec.holder_identity == "b"
+
+
+def test_not_found_is_a_status(leases: client.CoordinationV1Api) -> None:
+    with pytest.raises(ApiException) as exc:
+        leases.read_namespaced_lease("missing", "default")
+    body = status_of(exc.value)
+    assert (exc.value.status, body["reason"], body["details"]["name"]) == (404, "NotFound", "missing")
+    assert body["message"] == 'leases.coordination.k8s.io "missing" not found'
+
+
+def test_status_subresource_changes_only_status(core: client.CoreV1Api) -> None:
+    svc = core.create_namespaced_service(
+        "default",
+        client.V1Service(
+            metadata=client.V1ObjectMeta(name="web"),
+            spec=client.V1ServiceSpec(type="LoadBalancer", ports=[client.V1ServicePort(port=80)]),
+        ),
+    )
+    assert svc.spec.cluster_ip and svc.spec.ports[0].node_port and svc.spec.ports[0].target_port == 80
+    svc.status = client.V1ServiceStatus(
+        load_balancer=client.V1LoadBalancerStatus(ingress=[client.V1LoadBalancerIngress(ip="192.0.2.1")])
+    )
+    svc.spec.ports[0].port = 81
+    updated = core.replace_namespaced_service_status("web", "default", svc)
+    assert updated.status.load_balancer.ingress[0].ip == "192.0.2.1"
+    assert updated.spec.ports[0].port == 80
+    updated.status = client.V1ServiceStatus(load_balancer=client.V1LoadBalancerStatus(ingress=[]))
+    updated.metadata.labels = {"x": "y"}
+    main = core.replace_namespaced_service("web", "default", updated)
+    assert main.status.load_balancer.ingress[0].ip == "192.0.2.1" and main.metadata.labels == {"x": "y"}
+    patched = core.patch_namespaced_service_status(
+        "web", "default", {"status": {"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}}}
+    )
+    assert patched.status.load_balancer.ingress[0].hostname == "lb.example"
+
+
+def test_patch_kinds_and_resource_version_precondition(leases: client.CoordinationV1Api) -> None:
+    made = leases.create_namespaced_lease("default", lease("p"))
+    strategic = leases.patch_namespaced_lease("p", "default", {"metadata": {"annotations": {"a": "1"}}})
+    assert strategic.metadata.annotations == {"a": "1"}
+    json_patched = leases.patch_namespaced_lease(
+        "p", "default", [{"op": "replace", "path": "/spec/holderIdentity", "value": "z"}]
+    )
+    assert json_patched.spec.holder_identity == "z"
+    merged = leases.patch_namespaced_lease(
+        "p",
+        "default",
+        {"metadata": {"annotations": {"a": None}}},
+        _content_type="application/merge-patch+json",
+    )
+    assert not merged.metadata.annotations
+    with pytest.raises(ApiException) as stale:
+        leases.patch_namespaced_lease(
+            "p",
+            "default",
+            {"metadata": {"resourceVersion": made.metadata.resource_version, "labels": {"x": "y"}}},
+        )
+    assert stale.value.status == 409
+    current = merged.metadata.resource_version
+    ok = leases.patch_namespaced_lease(
+        "p", "default", {"metadata": {"resourceVersion": current, "labels": {"x": "y"}}}
+    )
+    assert ok.metadata.labels == {"x": "y"}
+    with pytest.raises(ApiException) as failed_test:
+        leases.patch_namespaced_lease(
+            "p", "default", [{"op": "test", "path": "/spec/holderIdentity", "value": "q"}]
+        )
+    assert failed_test.value.status == 422
+    with pytest.raises(ApiException) as missing:
+        leases.patch_namespaced_lease("nope", "default", {"metadata": {"labels": {"a": "b"}}})
+    assert missing.value.status == 404
+
+
+def test_unsupported_patch_and_body_media_types_get_415(leases: client.CoordinationV1Api) -> None:
+    leases.create_namespaced_lease("default", lease("m"))
+    with pytest.raises(ApiException) as apply:
+        leases.patch_namespaced_lease(
+            "m",
+            "default",
+            {"metadata": {"labels": {"a": "b"}}},
+            _content_type="application/apply-patch+yaml",
+            field_manager="t",
+        )
+    assert apply.value.status == 415 and status_of(apply.value)["reason"] == "UnsupportedMediaType"
+
+
+def test_delete_with_preconditions_and_finalizers(core: client.CoreV1Api) -> None:
+    cm = core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "d", "finalizers": ["example.com/x"]}}
+    )
+    with pytest.raises(ApiException) as wrong_uid:
+        core.delete_namespaced_config_map(
+            "d",
+            "default",
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-the-uid")),
+        )
+    assert wrong_uid.value.status == 409
+    with pytest.raises(ApiException) as wrong_rv:
+        core.delete_namespaced_config_map(
+            "d",
+            "default",
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1")),
+        )
+    assert wrong_rv.value.status == 409
+    kept = core.delete_namespaced_config_map(
+        "d", "default", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=cm.metadata.uid))
+    )
+    assert kept["metadata"]["deletionTimestamp"]
+    held = core.read_namespaced_config_map("d", "default")
+    assert held.metadata.deletion_timestamp is not None
+    core.patch_namespaced_config_map(
+        "d", "default", {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json"
+    )
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_config_map("d", "default")
+    assert gone.value.status == 404
+
+
+def test_delete_returns_status_or_object_like_the_real_server(core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", {"metadata": {"name": "s"}})
+    status = core.delete_namespaced_config_map("s", "default")
+    assert status["kind"] == "Status" and status["status"] == "Success"
+    core.create_namespaced_pod(
+        "default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
+    )
+    pod = core.delete_namespaced_pod("p", "default")
+    assert isinstance(pod, client.V1Pod) and pod.metadata.name == "p"
+    core.create_namespaced_config_map("default", {"metadata": {"name": "c1", "labels": {"g": "1"}}})
+    core.create_namespaced_config_map("default", {"metadata": {"name": "c2", "labels": {"g": "2"}}})
+    core.delete_collection_namespaced_config_map("default", label_selector="g=1")
+    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["c2"]
+
+
+def test_list_label_selectors_all_operators(leases: client.CoordinationV1Api) -> None:
+    for name, labels in {
+        "a": {"env": "prod", "tier": "web"},
+        "b": {"env": "dev"},
+        "c": {"tier": "db"},
+    }.items():
+        leases.create_namespaced_lease("default", lease(name, labels=labels))
+
+    def names(selector: str) -> list[str]:
+        return [
+            x.metadata.name for x in leases.list_namespaced_lease("default", label_selector=selector).items
+        ]
+
+    assert names("env=prod") == ["a"]
+    assert names("env!=prod") == ["b", "c"]
+    assert names("env in (prod,dev)") == ["a", "b"]
+    assert names("env notin (prod)") == ["b", "c"]
+    assert names("tier") == ["a", "c"]
+    assert names("!tier") == ["b"]
+    assert names("env=prod,tier=web") == ["a"]
+    with pytest.raises(ApiException) as bad:
+        names("env in prod")
+    assert bad.value.status == 400
+
+
+def test_list_field_selectors_and_all_namespaces(
+    apiserver: ApiServer, leases: client.CoordinationV1Api, core: client.CoreV1Api
+) -> None:
+    core.create_namespace({"metadata": {"name": "other"}})
+    leases.create_namespaced_lease("default", lease("x"))
+    leases.create_namespaced_lease("other", lease("x"))
+    leases.create_namespaced_lease("other", lease("y"))
+    everywhere = leases.list_lease_for_all_namespaces(field_selector="metadata.name=x")
+    assert sorted(i.metadata.namespace for i in everywhere.items) == ["default", "other"]
+    only_other = leases.list_lease_for_all_namespaces(
+        field_selector="metadata.namespace=other,metadata.name!=x"
+    )
+    assert [i.metadata.name for i in only_other.items] == ["y"]
+    with pytest.raises(ApiException) as bad:
+        leases.list_namespaced_lease("default", field_selector="spec.holderIdentity=a")
+    assert bad.value.status == 400 and "field label not supported" in status_of(bad.value)["message"]
+
+
+def test_list_pagination(core: client.CoreV1Api) -> None:
+    for i in range(5):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm{i}"}})
+    page = core.list_namespaced_config_map("default", limit=2)
+    seen = [c.metadata.name for c in page.items]
+    assert page.metadata.remaining_item_count == 3
+    while page.metadata._continue:
+        page = core.list_namespaced_config_map("default", limit=2, _continue=page.metadata._continue)
+        seen += [c.metadata.name for c in page.items]
+    assert seen == [f"cm{i}" for i in range(5)]
+
+
+def test_namespace_must_exist(leases: client.CoordinationV1Api) -> None:
+    with pytest.raises(ApiException) as exc:
+        leases.create_namespaced_lease("nowhere", lease("a"))
+    assert exc.value.status == 404 and status_of(exc.value)["details"]["kind"] == "namespaces"
+
+
+def test_secret_string_data_and_statefulset_scale(apiserver: ApiServer, core: client.CoreV1Api) -> None:
+    secret = core.create_namespaced_secret("default", {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    assert secret.data == {"k": "dg=="} and secret.type == "Opaque"
+    apps = client.AppsV1Api(apiserver.api_client())
+    apps.create_namespaced_stateful_set(
+        "default",
+        {
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "serviceName": "web",
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}},
+            },
+        },
+    )
+    scale = apps.read_namespaced_stateful_set_scale("web", "default")
+    assert (scale.spec.replicas, scale.status.selector) == (2, "app=web")
+    patched = apps.patch_namespaced_stateful_set_scale("web", "default", {"spec": {"replicas": 4}})
+    assert patched.spec.replicas == 4
+    sts = apps.read_namespaced_stateful_set("web", "default")
+    assert sts.spec.replicas == 4 and sts.metadata.generation == 2
+    scale = apps.read_namespaced_stateful_set_scale("web", "default")
+    scale.spec.replicas = 1
+    apps.replace_namespaced_stateful_set_scale("web", "default", scale)
+    scale.spec.replicas = 3
+    with pytest.raises(ApiException) as stale:
+        apps.replace_namespaced_stateful_set_scale("web", "default", scale)
+    assert stale.value.status == 409
+    assert apps.read_namespaced_stateful_set("web", "default").spec.replicas == 1
