@@ -3,6 +3,7 @@ stops cleanly (exit 0, snapshot written) on SIGTERM."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,15 @@ def test_cli_help_lists_the_flags() -> None:
     assert out.returncode == 0
     for flag in ("--port", "--kubeconfig-out", "--data-dir"):
         assert flag in out.stdout
+
+
+@pytest.mark.multiprocess
+def test_cli_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    proc = ApiServerProcess(tmp_path / "kc").start()
+    assert proc.proc is not None
+    child = proc.proc
+    child.send_signal(signal.SIGINT)
+    try:
+        assert child.wait(10) == 0
+    finally:
+        proc.stop()

@@ -300,3 +300,45 @@ def test_secret_string_data_and_statefulset_scale(apiserver: ApiServer, core: cl
         apps.replace_namespaced_stateful_set_scale("web", "default", scale)
     assert stale.value.status == 409
     assert apps.read_namespaced_stateful_set("web", "default").spec.replicas == 1
+
+
+def test_every_builtin_resource_round_trips_through_its_typed_api(apiserver: ApiServer) -> None:
+    api = apiserver.api_client()
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    net, disc = client.NetworkingV1Api(api), client.DiscoveryV1Api(api)
+    coord = client.CoordinationV1Api(api)
+    meta = {"metadata": {"name": "r1", "labels": {"kind": "test"}}}
+    cases: list[tuple[Any, Any, Any, Any, dict[str, Any]]] = [
+        (core.create_namespace, core.read_namespace, core.list_namespace, core.delete_namespace, {}),
+        (core.create_node, core.read_node, core.list_node, core.delete_node, {}),
+        (core.create_namespaced_config_map, core.read_namespaced_config_map, core.list_namespaced_config_map,
+         core.delete_namespaced_config_map, {"data": {"a": "b"}}),
+        (core.create_namespaced_secret, core.read_namespaced_secret, core.list_namespaced_secret,
+         core.delete_namespaced_secret, {"data": {"a": "Yg=="}}),
+        (core.create_namespaced_service, core.read_namespaced_service, core.list_namespaced_service,
+         core.delete_namespaced_service, {"spec": {"clusterIP": "None", "ports": [{"port": 53}]}}),
+        (core.create_namespaced_pod, core.read_namespaced_pod, core.list_namespaced_pod,
+         core.delete_namespaced_pod, {"spec": {"containers": [{"name": "c", "image": "i"}]}}),
+        (core.create_namespaced_event, core.read_namespaced_event, core.list_namespaced_event,
+         core.delete_namespaced_event, {"involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Test"}),
+        (disc.create_namespaced_endpoint_slice, disc.read_namespaced_endpoint_slice,
+         disc.list_namespaced_endpoint_slice, disc.delete_namespaced_endpoint_slice,
+         {"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}),
+        (coord.create_namespaced_lease, coord.read_namespaced_lease, coord.list_namespaced_lease,
+         coord.delete_namespaced_lease, {"spec": {"holderIdentity": "h"}}),
+        (net.create_namespaced_ingress, net.read_namespaced_ingress, net.list_namespaced_ingress,
+         net.delete_namespaced_ingress, {"spec": {"rules": [{"host": "a.example.org"}]}}),
+        (apps.create_namespaced_stateful_set, apps.read_namespaced_stateful_set, apps.list_namespaced_stateful_set,
+         apps.delete_namespaced_stateful_set, {"spec": {"selector": {"matchLabels": {"a": "b"}}, "serviceName": "s",
+                                                         "template": {"metadata": {"labels": {"a": "b"}}}}}),
+    ]
+    for create, read, list_, delete, body in cases:
+        ns_args: tuple[str, ...] = ("default",) if "namespaced" in create.__name__ else ()
+        made = create(*ns_args, {**meta, **body})
+        assert made.metadata.name == "r1", create.__name__
+        assert read("r1", *ns_args).metadata.uid == made.metadata.uid
+        assert [i.metadata.name for i in list_(*ns_args, label_selector="kind=test").items] == ["r1"]
+        delete("r1", *ns_args)
+        with pytest.raises(ApiException) as gone:
+            read("r1", *ns_args)
+        assert gone.value.status == 404, create.__name__
