@@ -6,6 +6,11 @@ lists no zones: every replica builds the same `Ring` from it and computes `owner
 `from_configmap_data` rejects anything it cannot trust with `CorruptAssignment`; the caller then keeps its
 last good view (rule 5: never act on a view you cannot read).
 
+Parking needs nothing more in the document: a restarting member simply stays listed (so its zones stay
+on it) until its grace runs out; that its zones are "parked" rather than active is read from its member
+lease (`restarting`), which every replica watches anyway. Publishing a flag would cost a generation, and a
+round of acknowledgements, per restart for nothing.
+
 Pins. A pin whose member is absent from the assignment is kept in the published document and reported
 (`pin_problems()`, `explain()`), and the zone goes to its ring owner meanwhile. Leaving it unowned would stop
 DNS updates for it until someone notices; re-hashing it silently would hide the mistake. Kept in the document,

@@ -88,7 +88,11 @@ class MemberState(StrEnum):
 @dataclass(frozen=True, slots=True)
 class MemberLease:
     """One replica's member Lease. `renew_time`/`acquire_time` are kept as the holder wrote them (MicroTime
-    text): they are compared for change, never with local time."""
+    text): they are compared for change, never with local time.
+
+    The holder writes `replace(lease.renewed(wall), ...)`: e.g. `observed_generation=g` to acknowledge,
+    `draining=True` or `restarting=True` on SIGTERM, with `resource_version` kept so a replace is refused
+    if the object changed meanwhile."""
 
     instance: str
     identity: str
@@ -210,7 +214,11 @@ class MemberLease:
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}
 
     def record(self) -> tuple[object, ...]:
-        """The fields whose change proves the holder wrote (client-go compares the same record)."""
+        """The fields whose change proves the holder wrote (client-go compares the same record).
+
+        Not resourceVersion: it also moves when anyone else edits the object (`kubectl annotate` of a
+        weight), which says nothing about the holder being alive. The holder refreshes renewTime on every
+        write it makes, acknowledgements included (`renewed`)."""
         return (self.holder, self.renew_time, self.acquire_time, self.lease_duration)
 
 
