@@ -17,7 +17,7 @@ Rule 4 as stated ("the previous owner acknowledged g, or expired, or there was n
 when a replica lags more than one generation: in g-1 the zone's owner may still have been waiting for the
 owner in g-2, who may still be writing. So `may_acquire` asks it of every peer: each has acknowledged g,
 or has acknowledged g-1 and did not own the zone in g-1 (knowable only with the g-1 assignment in hand), or
-has expired plus a margin on our own clock. With only the plain rule's peers involved, this is the plain rule.
+has expired plus a margin on our own clock. When every other peer is up to date this is the plain rule.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Handoff:
 
 
 def handoff(identity: str, new: Assignment, zones: Iterable[str], running: Iterable[str]) -> Handoff:
-    """Split `zones` for `identity` under `new`, given the zones it `running` now (active or pending).
+    """Split `zones` for `identity` under `new`, given the zones it runs now (`running`: active or pending).
 
     Starting from what actually runs rather than from the previous assignment also covers a first start
     (nothing runs), skipped generations and zones dropped after a refused (fenced) write. For a pure
@@ -103,10 +103,12 @@ def may_acquire(
 
     `previous` is the assignment this replica held before `new` (used only when it is generation g-1;
     otherwise every live peer must have acknowledged g). `peers` are the member statuses from this
-    replica's own LivenessTracker, judged at the time its view was last known current (`MemberStatus.as_of`),
-    so a stale view never expires anyone; a member whose lease is gone is not a peer (it deletes its lease
-    only after releasing). `margin` is added to a silent peer's lease duration before it counts as gone, and
-    must exceed the self-fencing margin's share of clock-rate error.
+    replica's own LivenessTracker, judged at the time its view was last known current
+    (`MemberStatus.as_of`), so a stale view never expires anyone. A member whose lease is gone is not a
+    peer (it deletes its lease only after releasing), and neither is this replica's own earlier incarnation
+    (a StatefulSet runs one pod per name, so a restarted replica takes its parked zones back at once).
+    `margin` is added to a silent peer's lease duration before it counts as gone; with the self-fencing
+    margin it absorbs clock-rate differences between replicas.
     """
     if new.owner_of(zone) != identity:
         return AcquireVerdict(False, (), f"{zone} is not owned by {identity} in generation {new.generation}")
