@@ -168,3 +168,25 @@ def test_child_process_faults_over_http_and_restart_with_data_dir(
     assert proc.port == port
     assert _admin(proc.url, "state", "GET")["resourceVersion"] == rv
     assert leases_for(proc).read_namespaced_lease("p", "default").metadata.name == "p"
+
+
+def test_stop_does_not_wait_for_requests_held_by_a_hang(make_apiserver: MakeApiServer) -> None:
+    server: ApiServer = make_apiserver()
+    leases = leases_for(server)
+    server.faults.pause(mode="hang")
+    failed = threading.Event()
+
+    def held() -> None:
+        try:
+            leases.list_namespaced_lease("default")
+        except Exception:
+            failed.set()
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    time.sleep(0.3)
+    began = time.monotonic()
+    server.stop()
+    assert time.monotonic() - began < 3
+    assert failed.wait(5)
+    thread.join(5)

@@ -94,8 +94,10 @@ class ApiServer:
 
     def restart(self) -> ApiServer:
         """Stops and starts again on the same port with the same objects and resourceVersion. Like a real
-        API server restart, the watch window starts empty: resuming from an older version gets 410."""
+        API server restart, the watch window starts empty (resuming from an older version gets 410) and no
+        injected fault survives it. `self.store` is a new Store afterwards."""
         self.stop()
+        self.faults.clear()
         self.store = self._new_store(self.store.dump())
         return self.start()
 
