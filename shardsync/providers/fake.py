@@ -14,8 +14,10 @@ cloud DNS API does:
 Clients are told apart by an identity string (the replica's identity).
 
 Injected failures: `Faults.fail_zones` makes every records/apply call on those zones fail;
-`Faults.fail_records` makes every apply touching one of those names fail, whole (as a provider that
-validates a batch before committing it would), so the caller can isolate the bad record.
+`Faults.fail_records` makes every apply touching one of those names fail whole, with BatchRejectedError
+(as a provider that validates a batch before committing it would), so the worker isolates the bad record
+by splitting the batch. Changes that cannot apply (create of an existing RRset, delete of a missing one)
+are refused the same way.
 
 Fences (design §2 rule 8) are a per-zone compare-and-set, kept beside the records and never listed with
 them: `acquire_fence` succeeds when the zone has no fence, already holds that exact token, or holds an older
@@ -51,7 +53,13 @@ import anyio
 import anyio.to_thread
 
 from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
-from shardsync.providers.base import FencedError, FenceToken, ProviderError, ThrottledError
+from shardsync.providers.base import (
+    BatchRejectedError,
+    FencedError,
+    FenceToken,
+    ProviderError,
+    ThrottledError,
+)
 
 Outcome = Literal["ok", "fenced", "error"]
 Op = Literal["apply", "fence"]
@@ -67,13 +75,17 @@ class UnknownZoneError(ProviderError):
     """The zone is not served by this provider."""
 
 
-class InvalidChangesError(ProviderError):
+class InvalidChangesError(BatchRejectedError):
     """The changes cannot apply to the zone as it is (create of an existing RRset, delete of a missing one,
     a name outside the zone). Nothing of the batch was applied."""
 
 
 class InjectedError(ProviderError):
-    """A failure injected on purpose through `Faults`."""
+    """A failure injected on purpose through `Faults.fail_zones`."""
+
+
+class InjectedRecordError(BatchRejectedError):
+    """A record named in `Faults.fail_records` was in the batch: the whole batch was refused."""
 
 
 class FakeThrottledError(ThrottledError):
@@ -525,7 +537,7 @@ class FakeStore:
             return
         for ep in (*changes.create, *changes.update_old, *changes.update_new, *changes.delete):
             if ep.dns_name in bad:
-                raise InjectedError(f"record {ep.dns_name}: injected failure")
+                raise InjectedRecordError(f"record {ep.dns_name}: injected failure")
 
     def _stage(self, zone: str, changes: Changes) -> dict[Key, Endpoint | None]:
         """Validate `changes` against the zone; return key -> new value (None: delete). Changes nothing."""

@@ -3,7 +3,8 @@
 `FakeHTTPProvider` is what `--provider=fake --fake-provider-url=URL` gives a replica: the Provider protocol
 over the server's native API (fake_server.py), identified as the replica (`identity`), so the server's
 per-client limits and its write audit see each replica apart. It does not retry: the worker does, with
-backoff. Answers map to base.py's errors: 429 → ThrottledError, 409 → FencedError, connection failure or
+backoff. Answers map to base.py's errors: 429 → ThrottledError, 409 → FencedError, 422 →
+BatchRejectedError (the batch was refused for its content, nothing applied), connection failure or
 timeout → UnreachableError, anything else → ProviderError carrying the server's message.
 
 `FakeAdmin` is a small synchronous client for tests, `shardsync local` and the bench: seed zones, set
@@ -22,6 +23,7 @@ import orjson
 
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
 from shardsync.providers.base import (
+    BatchRejectedError,
     FencedError,
     FenceToken,
     ProviderError,
@@ -53,6 +55,8 @@ def _raise_for(resp: httpx.Response, what: str) -> None:
         raise ThrottledError(text)
     if resp.status_code == 409:
         raise FencedError(text)
+    if resp.status_code == 422:
+        raise BatchRejectedError(text)
     raise ProviderError(text)
 
 

@@ -21,7 +21,8 @@ Native JSON API (what `fake_client.FakeHTTPProvider` speaks). The caller names i
 - `POST /v1/admin/zones` with `{"zone": name, "records": [Endpoint JSON...]}` → 204 (adds or replaces)
 
 Errors answer `{"error": kind, "message": text}`: 400 bad request, 404 unknown zone, 409 fenced,
-422 changes that cannot apply, 429 throttled (with Retry-After), 500 injected or unexpected failure.
+422 batch rejected for its content (nothing applied), 429 throttled (with Retry-After), 500 injected zone
+failure or unexpected error.
 
 Webhook face: external-dns's webhook provider protocol at the root, media type
 `application/external.dns.webhook+json;version=1`: `GET /` negotiates and returns the domain filter
@@ -53,12 +54,17 @@ import orjson
 from shardsync import logs
 from shardsync.durations import parse_duration
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
-from shardsync.providers.base import FencedError, FenceToken, ProviderError, ThrottledError
+from shardsync.providers.base import (
+    BatchRejectedError,
+    FencedError,
+    FenceToken,
+    ProviderError,
+    ThrottledError,
+)
 from shardsync.providers.fake import (
     ANONYMOUS,
     FakeStore,
     Faults,
-    InvalidChangesError,
     Limits,
     UnknownZoneError,
 )
@@ -164,8 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
             reply = _error(409, "fenced", str(exc))
         except UnknownZoneError as exc:
             reply = _error(404, "unknown-zone", str(exc))
-        except InvalidChangesError as exc:
-            reply = _error(422, "invalid-changes", str(exc))
+        except BatchRejectedError as exc:
+            reply = _error(422, "rejected", str(exc))
         except ProviderError as exc:
             reply = _error(500, "failed", str(exc))
         except (BadRequest, InvalidEndpoint, orjson.JSONDecodeError) as exc:

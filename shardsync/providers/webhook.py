@@ -4,8 +4,10 @@ The protocol (media type `application/external.dns.webhook+json;version=1`): `GE
 the server's domain filter (`{"include", "exclude", "regexInclude", "regexExclude"}`), `GET /records` lists
 every record the server manages, `POST /records` applies `{create, updateOld, updateNew, delete}` and
 answers 204, `POST /adjustendpoints` lets the server rewrite endpoints before planning. external-dns
-retries only 5xx answers; we map 429 to ThrottledError, transport failures to UnreachableError and the
-rest to ProviderError, and leave retrying to the worker.
+retries only 5xx answers and takes any other failure as final. We map 429 to ThrottledError, another 4xx
+to `POST /records` to BatchRejectedError (the server refused that content: the worker splits the batch
+to find the record at fault), transport failures to UnreachableError and the rest to ProviderError, and
+leave retrying to the worker.
 
 The protocol is not zone-scoped, so:
 - `zones()` are the configured zones (`zones=`), else the negotiated filter's `include` list less the
@@ -44,6 +46,7 @@ from prometheus_client import Counter
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
+    BatchRejectedError,
     FencedError,
     FenceToken,
     ProviderError,
@@ -179,10 +182,13 @@ class WebhookProvider:
             raise UnreachableError(f"{what}: no answer within {self._timeout:g}s") from exc
         except httpx.TransportError as exc:
             raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+        text = f"{what}: {resp.status_code} {resp.text[:300]}"
         if resp.status_code == 429:
-            raise ThrottledError(f"{what}: 429 {resp.text[:300]}")
+            raise ThrottledError(text)
+        if method == "POST" and path == "/records" and 400 <= resp.status_code < 500:
+            raise BatchRejectedError(text)
         if not 200 <= resp.status_code < 300:
-            raise ProviderError(f"{what}: {resp.status_code} {resp.text[:300]}")
+            raise ProviderError(text)
         return resp
 
     @staticmethod

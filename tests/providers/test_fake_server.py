@@ -17,6 +17,7 @@ import pytest
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
+    BatchRejectedError,
     FencedError,
     FenceToken,
     Provider,
@@ -121,17 +122,18 @@ async def test_error_mapping(client: FakeHTTPProvider, admin: FakeAdmin) -> None
     with pytest.raises(ProviderError, match="unknown zone") as info:
         await client.records("nope.example")
     assert type(info.value) is ProviderError
-    with pytest.raises(ProviderError, match="already exists"):
+    with pytest.raises(BatchRejectedError, match="already exists"):
         await client.apply(Z0, Changes(create=[a("host-0000.zone-0000.example")]))
     admin.set_faults(Faults(throttle_next=1, fail_records=frozenset({"bad.zone-0000.example"})))
     with pytest.raises(ThrottledError):
         await client.zones()
-    with pytest.raises(ProviderError, match="injected failure"):
+    with pytest.raises(BatchRejectedError, match="injected failure"):
         await client.apply(Z0, Changes(create=[a("bad.zone-0000.example")]))
     assert admin.faults().fail_records == {"bad.zone-0000.example"}
     admin.set_faults(Faults(fail_zones=frozenset({Z0})))
-    with pytest.raises(ProviderError, match="injected failure"):
+    with pytest.raises(ProviderError, match="injected failure") as info:
         await client.records(Z0)
+    assert type(info.value) is ProviderError  # a zone failure is retried, not split
 
 
 @pytest.mark.anyio

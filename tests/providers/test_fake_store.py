@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.endpoint import Changes, Endpoint
-from shardsync.providers.base import FencedError, FenceToken, Provider, ProviderError, ThrottledError
+from shardsync.providers.base import (
+    BatchRejectedError,
+    FencedError,
+    FenceToken,
+    Provider,
+    ProviderError,
+    ThrottledError,
+)
 from shardsync.providers.fake import (
     AuditEntry,
     FakeProvider,
@@ -105,8 +112,9 @@ def test_invalid_changes_apply_nothing(store: FakeStore, changes: Changes) -> No
     batch = Changes(create=[a("fine.zone-0000.example"), *changes.create], delete=changes.delete)
     batch.update_old, batch.update_new = changes.update_old, changes.update_new
     before = store.records(Z0)
-    with pytest.raises(InvalidChangesError):
+    with pytest.raises(InvalidChangesError) as info:
         store.apply(Z0, batch, writer="r1")
+    assert isinstance(info.value, BatchRejectedError)  # the worker splits such a batch
     assert store.records(Z0) == before
     assert store.audit()[-1].outcome == "error"
 
@@ -311,7 +319,7 @@ def test_injected_throttling_next_n_calls(store: FakeStore) -> None:
 
 def test_injected_failure_of_one_record(store: FakeStore) -> None:
     store.set_faults(Faults(fail_records=frozenset({"bad.zone-0000.example"})))
-    with pytest.raises(InjectedError, match=r"bad\.zone-0000\.example"):
+    with pytest.raises(BatchRejectedError, match=r"bad\.zone-0000\.example"):
         store.apply(Z0, Changes(create=[a("good.zone-0000.example"), a("bad.zone-0000.example")]), writer="r")
     store.apply(Z0, Changes(create=[a("good.zone-0000.example")]), writer="r")
     assert store.audit()[-2].outcome == "error"

@@ -9,6 +9,7 @@ import pytest
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
+    BatchRejectedError,
     FencedError,
     FenceToken,
     Provider,
@@ -112,14 +113,18 @@ async def test_apply_refuses_names_outside_the_zone_before_sending(
 
 @pytest.mark.anyio
 async def test_server_errors_map_to_provider_errors(webhook: WebhookProvider, store: FakeStore) -> None:
-    with pytest.raises(ProviderError, match="422"):
+    with pytest.raises(BatchRejectedError, match="422"):
         await webhook.apply(Z0, Changes(create=[a("host-0000.zone-0000.example")]))
+    store.set_faults(Faults(fail_records=frozenset({"bad.zone-0000.example"})))
+    with pytest.raises(BatchRejectedError, match="injected failure"):
+        await webhook.apply(Z0, Changes(create=[a("bad.zone-0000.example")]))
     store.set_faults(Faults(throttle_next=1))
     with pytest.raises(ThrottledError):
         await webhook.apply(Z0, Changes(create=[a("t.zone-0000.example")]))
     store.set_faults(Faults(fail_zones=frozenset({Z0})))
-    with pytest.raises(ProviderError, match="500"):
+    with pytest.raises(ProviderError, match="500") as info:
         await webhook.apply(Z0, Changes(create=[a("f.zone-0000.example")]))
+    assert not isinstance(info.value, BatchRejectedError)
     assert store.audit()[-1].outcome == "error"
 
 
