@@ -195,3 +195,16 @@ def test_stopping_the_server_ends_open_watches(make_apiserver: MakeApiServer) ->
     assert time.monotonic() - began < 3
     assert ended.wait(5)
     thread.join(5)
+
+
+def test_a_watch_the_client_abandons_frees_its_connection(apiserver: ApiServer) -> None:
+    api = client.CoreV1Api(apiserver.api_client())
+    before = apiserver.open_connections
+    w = watch.Watch()
+    for _ in w.stream(api.list_namespace, resource_version="", timeout_seconds=30):
+        w.stop()
+        break
+    deadline = time.monotonic() + 3
+    while apiserver.open_connections > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert apiserver.open_connections <= before

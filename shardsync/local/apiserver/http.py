@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import select
 import socket
 import struct
 import threading
@@ -73,6 +74,10 @@ class ApiHTTPServer(ThreadingHTTPServer):
             with self._conns_cond:
                 self._conns.discard(request)
                 self._conns_cond.notify_all()
+
+    def connection_count(self) -> int:
+        with self._conns_cond:
+            return len(self._conns)
 
     def close_connections(self, timeout: float) -> bool:
         """Shuts every open connection so its thread ends; True when all ended within `timeout`."""
@@ -230,6 +235,15 @@ class Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
+    def _peer_closed(self) -> bool:
+        """True once the client has closed its side: an idle watch would otherwise hold its thread until the
+        next event for that resource fails to write."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def _stream(self, spec: WatchSpec, user_agent: str) -> None:
         app = self.server.app
         self.send_response(200)
@@ -251,6 +265,9 @@ class Handler(BaseHTTPRequestHandler):
                     self._drop()
                     return
                 if event is None:
+                    if self._peer_closed():
+                        self.close_connection = True
+                        return
                     continue
                 data = orjson.dumps(event) + b"\n"
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -58,6 +58,11 @@ class ApiServer:
     def running(self) -> bool:
         return self._http is not None
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections currently held open (keep-alive and watches)."""
+        return self._http.connection_count() if self._http is not None else 0
+
     def start(self) -> ApiServer:
         if self._http is not None:
             return self
