@@ -79,6 +79,7 @@ class Settings:
     rfc2136_batch_change_size: int = 50
     rfc2136_timeout: float = 10.0
     webhook_provider_url: str = "http://localhost:8888"
+    webhook_allow_unfenced: bool = False
 
     def tsig_secret(self) -> str:
         """The TSIG secret from the flag/environment, else read from the file (never logged)."""
@@ -178,6 +179,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("rfc2136_batch_change_size", "changes per UPDATE message", kind=int),
     Flag("rfc2136_timeout", "timeout of one DNS exchange", kind=_duration),
     Flag("webhook_provider_url", "URL of an external-dns webhook provider"),
+    Flag(
+        "webhook_allow_unfenced",
+        "let sharded replicas write through the webhook provider, which cannot fence writes",
+        switch=True,
+    ),
 )
 
 
