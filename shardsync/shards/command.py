@@ -1,0 +1,281 @@
+"""`shardsync shards`: print the assignment and sync state of a deployment, explain a zone, or ask what a
+scale would move.
+
+Two sources. `--url http://HOST:PORT` reads a replica's /shards (its own view, with sync state per zone).
+Without `--url` the cluster is read directly (`--kubeconfig`, `--namespace`, `--instance`): the assignment
+ConfigMap and the member Leases give the same view, minus what only a replica knows (sync times, records);
+zones come from `--zones-from-url`, `--fake-provider-url` or `--zones-file` when given.
+
+`--explain` and `--what-if-replicas` need the assignment itself. From the cluster it is exact. From a
+replica's URL it is rebuilt from the members /shards lists (default ring, no pins), checked against the
+owners the replica reports, and a note says when they disagree.
+
+Exit status: 0 done, 1 the source could not be read or the input is invalid (a message, never a traceback);
+2 for a malformed command line, as argparse does everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from shardsync.endpoint import name_error, normalize_name
+from shardsync.sharding.assignment import Assignment, CorruptAssignment, Member
+from shardsync.shards import table
+from shardsync.shards.analysis import WhatIfError, explain_zone, what_if_replicas
+from shardsync.shards.cluster import ClusterReadError, build_view, read_objects
+from shardsync.shards.view import InvalidView, ShardsView, parse_view
+
+
+class ShardsError(Exception):
+    """Something the user can fix: printed as `shardsync shards: <message>`, exit status 1."""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("source (a replica's URL, else the cluster)")
+    source.add_argument("--url", help="a replica's status address, e.g. http://127.0.0.1:7979")
+    source.add_argument(
+        "--kubeconfig", default="", help="kubeconfig (default: in-cluster, else ~/.kube/config)"
+    )
+    source.add_argument("--namespace", default="", help="namespace of the leases (default: the context's)")
+    source.add_argument("--instance", default="shardsync", help="instance name (default: shardsync)")
+    zones = parser.add_argument_group("zone list for the cluster source")
+    zones.add_argument(
+        "--zones-from-url",
+        help='URL answering {"zones": [...]} (names, or /shards rows) or one zone per line',
+    )
+    zones.add_argument("--fake-provider-url", help="a `shardsync fake-provider` to list zones from")
+    zones.add_argument("--zones-file", help="file with one zone per line ('-': standard input)")
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="table (default) or json"
+    )
+    out.add_argument("--zones", action="store_true", dest="all_zones", help="list every zone, not a summary")
+    ask = out.add_mutually_exclusive_group()
+    ask.add_argument("--explain", metavar="ZONE", help="why this zone sits where it sits")
+    ask.add_argument(
+        "--what-if-replicas", metavar="N", type=int, help="how many zones would move if scaled to N replicas"
+    )
+    out.add_argument("--statefulset", help="StatefulSet name for --what-if-replicas (default: from members)")
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, help="seconds to wait for an answer (default 5)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        text = run(args)
+    except ShardsError as exc:
+        print(f"shardsync shards: {exc}", file=sys.stderr)
+        return 1
+    print(text)
+    return 0
+
+
+def run(args: argparse.Namespace) -> str:
+    """The text to print; ShardsError for anything the user can fix."""
+    if args.what_if_replicas is not None and args.what_if_replicas < 0:
+        raise ShardsError("--what-if-replicas must not be negative")
+    if args.explain is not None:
+        problem = name_error(normalize_name(args.explain))
+        if problem is not None:
+            raise ShardsError(f"--explain {args.explain!r}: {problem}")
+    if args.url:
+        view = parse(fetch_json(shards_url(args.url), args.timeout), args.url)
+        assignment, notes = assignment_from_view(view)
+    else:
+        view, assignment, notes = from_cluster(args)
+    zones = [z.zone for z in view.zones] if view.zones_known and view.zones else None
+    return answer(args, view, assignment, notes, zones)
+
+
+def answer(
+    args: argparse.Namespace,
+    view: ShardsView,
+    assignment: Assignment | None,
+    notes: list[str],
+    zones: list[str] | None,
+) -> str:
+    as_json = args.output == "json"
+    if args.explain is not None or args.what_if_replicas is not None:
+        if assignment is None:
+            raise ShardsError("no assignment published yet: nothing to explain")
+        if args.explain is not None:
+            doc = explain_zone(assignment, args.explain)
+            if notes:
+                doc["notes"] = notes
+            return _dumps(doc) if as_json else _with_notes(table.render_explanation(doc), notes)
+        try:
+            w = what_if_replicas(assignment, args.what_if_replicas, zones, args.statefulset)
+        except WhatIfError as exc:
+            raise ShardsError(str(exc)) from None
+        if as_json:
+            doc = w.to_json()
+            if notes:
+                doc["notes"] = notes
+            return _dumps(doc)
+        survivors = assignment.identities & set(w.members_after)
+        return _with_notes(table.render_what_if(w, survivors), notes)
+    return _dumps(view.to_json()) if as_json else table.render_view(view, args.all_zones)
+
+
+def _dumps(doc: Any) -> str:
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+def _with_notes(text: str, notes: list[str]) -> str:
+    return text + "".join(f"\nnote: {n}" for n in notes)
+
+
+# ---- a replica's /shards ---------------------------------------------------------------------------------
+
+
+def shards_url(url: str) -> str:
+    """`http://h:p` or `http://h:p/` → `http://h:p/shards`; a URL already naming a path is kept."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ShardsError(f"{url!r} is not a URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ShardsError(f"{url!r} is not an http(s) URL (e.g. http://127.0.0.1:7979)")
+    return str(parsed.copy_with(path="/shards")) if parsed.path in ("", "/") else url
+
+
+def fetch_json(url: str, timeout: float) -> Any:
+    try:
+        resp = httpx.get(url, timeout=timeout)
+    except httpx.InvalidURL as exc:
+        raise ShardsError(f"{url}: {exc}") from None
+    except httpx.HTTPError as exc:
+        raise ShardsError(f"cannot reach {url}: {type(exc).__name__}: {exc}") from None
+    if resp.status_code != 200:
+        raise ShardsError(f"{url} answered {resp.status_code}: {resp.text.strip()[:200]}")
+    try:
+        return orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        raise ShardsError(f"{url} did not answer JSON") from None
+
+
+def parse(doc: Any, source: str) -> ShardsView:
+    try:
+        return parse_view(doc)
+    except InvalidView as exc:
+        raise ShardsError(f"{source} is not a shardsync /shards answer: {exc}") from None
+
+
+def assignment_from_view(view: ShardsView) -> tuple[Assignment | None, list[str]]:
+    """The assignment as well as a replica's /shards lets it be rebuilt (see the module docstring)."""
+    if view.generation < 1:
+        return None, []
+    owners = {z.owner for z in view.zones if z.owner}
+    members = [
+        Member(m.identity, m.weight)
+        for m in view.members
+        if m.state in ("ready", "restarting") or m.identity in owners
+    ]
+    try:
+        assignment = Assignment(view.generation, tuple(members))
+    except CorruptAssignment as exc:
+        raise ShardsError(f"the members listed cannot form an assignment: {exc}") from None
+    notes = ["assignment rebuilt from the replica's member list (default ring, pins unknown)"]
+    differ = sum(1 for z in view.zones if z.owner and assignment.owner_of(z.zone) != z.owner)
+    if differ:
+        notes.append(
+            f"{differ} zones have another owner than the rebuilt ring gives them (pins, other ring "
+            "parameters, or a generation in flight): read the cluster (--kubeconfig) for the exact answer"
+        )
+    return assignment, notes
+
+
+# ---- the cluster --------------------------------------------------------------------------------------
+
+
+def from_cluster(args: argparse.Namespace) -> tuple[ShardsView, Assignment | None, list[str]]:
+    from shardsync.kube import load_api_client
+
+    try:
+        api = load_api_client(args.kubeconfig)
+    except Exception as exc:  # kubernetes.config raises several types for a missing or broken kubeconfig
+        raise ShardsError(f"cannot load the kubeconfig: {exc}") from None
+    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or _context_namespace(args.kubeconfig)
+    zones = zone_list(args)
+    try:
+        objects = read_objects(api, namespace, args.instance)
+        view, assignment = build_view(objects, args.instance, datetime.now(UTC), zones)
+    except ClusterReadError as exc:
+        raise ShardsError(str(exc)) from None
+    except CorruptAssignment as exc:
+        raise ShardsError(f"the assignment ConfigMap cannot be read: {exc}") from None
+    finally:
+        api.close()  # type: ignore[no-untyped-call]
+    return view, assignment, []
+
+
+def _context_namespace(kubeconfig: str) -> str:
+    from kubernetes import config as k8s_config
+
+    try:
+        _, active = k8s_config.list_kube_config_contexts(config_file=kubeconfig or None)  # type: ignore[no-untyped-call]
+    except Exception:  # in-cluster, or no kubeconfig: the caller already loaded a client another way
+        return "default"
+    namespace = (active or {}).get("context", {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def zone_list(args: argparse.Namespace) -> list[str] | None:
+    if args.zones_file:
+        return _zones_from_text(_read_file(args.zones_file), args.zones_file)
+    url = args.zones_from_url
+    if args.fake_provider_url:
+        url = args.fake_provider_url.rstrip("/") + "/v1/zones"
+    if not url:
+        return None
+    try:
+        resp = httpx.get(url, timeout=args.timeout)
+    except httpx.HTTPError as exc:
+        raise ShardsError(f"cannot read zones from {url}: {type(exc).__name__}: {exc}") from None
+    if resp.status_code != 200:
+        raise ShardsError(f"{url} answered {resp.status_code}: {resp.text.strip()[:200]}")
+    try:
+        doc = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        return _zones_from_text(resp.text, url)
+    return _zones_from_json(doc, url)
+
+
+def _read_file(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ShardsError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _zones_from_json(doc: Any, source: str) -> list[str]:
+    entries = doc.get("zones") if isinstance(doc, dict) else doc
+    if not isinstance(entries, list):
+        raise ShardsError(f'{source}: expected {{"zones": [...]}} or a list')
+    names = [e.get("zone") if isinstance(e, dict) else e for e in entries]
+    return _checked([n for n in names if n is not None], source)
+
+
+def _zones_from_text(text: str, source: str) -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return _checked([line for line in lines if line], source)
+
+
+def _checked(names: list[Any], source: str) -> list[str]:
+    zones = []
+    for name in names:
+        if not isinstance(name, str) or name_error(normalize_name(name)) is not None:
+            raise ShardsError(f"{source}: {name!r} is not a zone name")
+        zones.append(normalize_name(name))
+    return zones
