@@ -1,0 +1,184 @@
+"""The objects a Service's endpoints are computed from, indexed both ways (pure, no I/O).
+
+A Service's endpoints may read Nodes, its EndpointSlices and the Pods its selector matches
+(`service_dependencies`). The watcher registers each Service with what it reads; then an event on a Node,
+EndpointSlice or Pod names the Services to re-translate without scanning every Service, and a translation
+gets only its own slices and candidate pods without scanning every Pod. A full (re)list therefore costs
+O(objects), never O(services * pods).
+
+Keys are the informer cache keys: `namespace/name` for Services, EndpointSlices and Pods, `name` for Nodes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from shardsync.sources.result import get_list, get_str_map
+from shardsync.sources.selectors import Selector, selector_from_labels
+from shardsync.sources.service import ServiceDependencies, slice_service
+
+Obj = Mapping[str, Any]
+# (namespace, label key, label value); ("ns", "", "") stands for "every pod of the namespace".
+LabelSlot = tuple[str, str, str]
+
+_EMPTY: dict[str, Obj] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class _Registration:
+    namespace: str
+    name: str
+    deps: ServiceDependencies
+    selector: tuple[tuple[str, str], ...]  # spec.selector, sorted
+    matcher: Selector
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+def _addresses(node: Obj | None) -> list[Any] | None:
+    return None if node is None else get_list(node, "status", "addresses")
+
+
+class ServiceInputs:
+    """Services' registered dependencies plus the Pods and EndpointSlices they may read, by index."""
+
+    def __init__(self) -> None:
+        self._services: dict[str, _Registration] = {}
+        self._node_dependents: set[str] = set()
+        # A Service that reads pods is filed under one (namespace, key, value) pair of its selector: any pod
+        # it selects carries that pair, so a pod event only looks at the Services filed under its labels.
+        self._pod_dependents: defaultdict[LabelSlot, set[str]] = defaultdict(set)
+        self._slices: defaultdict[tuple[str, str], dict[str, Obj]] = defaultdict(dict)
+        self._pods: defaultdict[str, dict[str, Obj]] = defaultdict(dict)
+        self._pods_by_label: defaultdict[LabelSlot, set[str]] = defaultdict(set)
+
+    # -- Services ---------------------------------------------------------------------------------------
+
+    def register(self, key: str, svc: Obj, deps: ServiceDependencies) -> None:
+        """Record what Service `key` reads (replacing what it read before)."""
+        self.unregister(key)
+        namespace, name = _split(key)
+        labels = get_str_map(svc, "spec", "selector")
+        selector = tuple(sorted(labels.items()))
+        reg = _Registration(namespace, name, deps, selector, selector_from_labels(labels))
+        self._services[key] = reg
+        if deps.nodes:
+            self._node_dependents.add(key)
+        if deps.pods:
+            self._pod_dependents[self._slot(reg)].add(key)
+
+    def unregister(self, key: str) -> None:
+        reg = self._services.pop(key, None)
+        if reg is None:
+            return
+        self._node_dependents.discard(key)
+        slot = self._slot(reg)
+        dependents = self._pod_dependents.get(slot)
+        if dependents is not None:
+            dependents.discard(key)
+            if not dependents:
+                del self._pod_dependents[slot]
+
+    @staticmethod
+    def _slot(reg: _Registration) -> LabelSlot:
+        if not reg.selector:
+            return (reg.namespace, "", "")
+        label, value = reg.selector[0]
+        return (reg.namespace, label, value)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._services
+
+    def __len__(self) -> int:
+        return len(self._services)
+
+    # -- what a translation reads -------------------------------------------------------------------------
+
+    def slices_for(self, key: str) -> list[Obj]:
+        """The EndpointSlices labelled as belonging to Service `key`."""
+        return list(self._slices.get(_split(key), _EMPTY).values())
+
+    def pods_for(self, key: str) -> Mapping[str, Obj]:
+        """The pods of the Service's namespace carrying every label of its selector (all of them when the
+        selector is empty), as `service_endpoints` wants them: pod key → Pod. Unregistered: none."""
+        reg = self._services.get(key)
+        if reg is None:
+            return _EMPTY
+        pods = self._pods.get(reg.namespace, _EMPTY)
+        if not reg.selector:
+            return pods
+        sets = [self._pods_by_label.get((reg.namespace, k, v), set()) for k, v in reg.selector]
+        smallest = min(sets, key=len)
+        return {pod: pods[pod] for pod in smallest if all(pod in s for s in sets)}
+
+    # -- events on the inputs; each returns the Services to re-translate -------------------------------------
+
+    def set_node(self, name: str, old: Obj | None, new: Obj | None) -> set[str]:
+        """A Node changed. Only its existence and addresses are read, so heartbeats touch nothing."""
+        if old is not None and new is not None and _addresses(old) == _addresses(new):
+            return set()
+        return set(self._node_dependents)
+
+    def set_slice(self, key: str, old: Obj | None, new: Obj | None) -> set[str]:
+        """An EndpointSlice changed; the Services it belonged to before and after are affected."""
+        affected: set[str] = set()
+        for obj, present in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            owner = slice_service(obj)
+            if owner is None:
+                continue
+            slices = self._slices[owner]
+            if present:
+                slices[key] = obj
+            else:
+                slices.pop(key, None)
+                if not slices:
+                    del self._slices[owner]
+            svc_key = f"{owner[0]}/{owner[1]}"
+            reg = self._services.get(svc_key)
+            if reg is not None and reg.deps.endpoint_slices:
+                affected.add(svc_key)
+        return affected
+
+    def set_pod(self, key: str, old: Obj | None, new: Obj | None) -> set[str]:
+        """A Pod changed; the Services whose selector matched it before or matches it now are affected."""
+        namespace, _ = _split(key)
+        affected: set[str] = set()
+        if old is not None:
+            labels = get_str_map(old, "metadata", "labels")
+            for label, value in labels.items():
+                slot = (namespace, label, value)
+                members = self._pods_by_label.get(slot)
+                if members is not None:
+                    members.discard(key)
+                    if not members:
+                        del self._pods_by_label[slot]
+            pods = self._pods.get(namespace)
+            if pods is not None:
+                pods.pop(key, None)
+                if not pods:
+                    del self._pods[namespace]
+            affected |= self._selecting(namespace, labels)
+        if new is not None:
+            labels = get_str_map(new, "metadata", "labels")
+            for label, value in labels.items():
+                self._pods_by_label[(namespace, label, value)].add(key)
+            self._pods[namespace][key] = new
+            affected |= self._selecting(namespace, labels)
+        return affected
+
+    def _selecting(self, namespace: str, labels: Mapping[str, str]) -> set[str]:
+        found: set[str] = set()
+        slots = [(namespace, "", ""), *((namespace, k, v) for k, v in labels.items())]
+        for slot in slots:
+            for svc_key in self._pod_dependents.get(slot, ()):
+                if self._services[svc_key].matcher.matches(labels):
+                    found.add(svc_key)
+        return found
