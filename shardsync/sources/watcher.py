@@ -15,9 +15,11 @@ informers have not listed (the DNSEndpoint CRD not installed) holds up only itse
 every source has listed and been translated.
 
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
-first appears, and posted as a Warning Event. Writing to source objects (those Events and a DNSEndpoint's
-status.observedGeneration, through the status subresource) is left to the replica for which
-`write_status()` is true, so N replicas do not post N copies.
+first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
+(those Events and a DNSEndpoint's status.observedGeneration, through the status subresource) is left to the
+replica for which `write_status()` is true, so N replicas do not post N copies; a problem first seen while
+this replica was not the writer is not posted later. A new writer calls `request_status_sweep()` (or waits
+for the periodic sweep) to catch up on statuses.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from kubernetes import client
 from prometheus_client import REGISTRY
 
 from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL
+from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
@@ -363,6 +363,40 @@ async def test_ingress_rules_status_and_class(apiserver: ApiServer) -> None:
         touched = await h.change(blocking(net(h.api).patch_namespaced_ingress, "app", "default", patch))
         assert touched == {OTHER}
         assert h.records(OTHER) == {("secure.other.org", "A"): ("192.0.2.50",)}
+
+
+def test_shipped_crd_has_external_dns_schema_and_status_subresource() -> None:
+    crd = load_crd()
+    assert crd["metadata"]["name"] == f"{PLURAL}.{GROUP}"
+    assert crd["spec"]["group"] == GROUP and crd["spec"]["names"]["kind"] == "DNSEndpoint"
+    [version] = crd["spec"]["versions"]
+    assert version["name"] == VERSION and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+    schema = version["schema"]["openAPIV3Schema"]["properties"]
+    item = schema["spec"]["properties"]["endpoints"]["items"]["properties"]
+    assert set(item) == {
+        "dnsName",
+        "targets",
+        "recordType",
+        "recordTTL",
+        "setIdentifier",
+        "labels",
+        "providerSpecific",
+    }
+    assert item["recordTTL"] == {**item["recordTTL"], "type": "integer", "format": "int64"}
+    assert set(item["providerSpecific"]["items"]["properties"]) == {"name", "value"}
+    assert schema["status"]["properties"]["observedGeneration"]["type"] == "integer"
+    # Every field shardsync itself writes in that form is in the schema.
+    full = Endpoint.new(
+        "a.ex.com",
+        "A",
+        ["192.0.2.1"],
+        ttl=5,
+        set_identifier="x",
+        labels={"k": "v"},
+        provider_specific=[("n", "v")],
+    )
+    assert set(full.to_json()) <= set(item)
 
 
 async def install_crd(h: Harness) -> None:
