@@ -9,6 +9,7 @@ with jitter and retries, keeping the last good cache meanwhile.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -105,6 +106,7 @@ class Informer:
                 if need_list:
                     await self.relist()
                     need_list = False
+                started = time.monotonic()
                 await self.kube.watch(
                     self._list_fn,
                     *self._args,
@@ -113,7 +115,11 @@ class Informer:
                     timeout_seconds=self._watch_timeout,
                     **self._kwargs,
                 )
-                backoff.reset()
+                if time.monotonic() - started < 1.0:
+                    # A watch the server ends at once (shutting down, overloaded) must not become a hot loop.
+                    await anyio.sleep(backoff.next())
+                else:
+                    backoff.reset()
             except KubeError as exc:
                 if exc.expired:
                     RELISTS.labels(self.resource).inc()

@@ -9,7 +9,9 @@ sources and the sharding code already speak. Errors come out as one exception ty
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -171,4 +173,20 @@ class Kube:
             closed.set()
             resp = holder.get("resp")
             if resp is not None:
-                resp.close()
+                _abort(resp)
+
+
+def _abort(resp: Any) -> None:
+    """Stop a streaming response now, from another thread than the one reading it.
+
+    `close()` alone waits for the reader's current recv() to return, which on a quiet watch is the
+    server's next bookmark (up to a minute) — with the event loop frozen meanwhile. Shutting the socket
+    down first makes that recv() return at once.
+    """
+    conn = getattr(resp, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        resp.close()
