@@ -1,0 +1,207 @@
+"""`shardsync local` as a user runs it: a real subprocess that starts the API server, the fake provider and
+real replica processes. Checked from outside: every zone gets our records with their ownership TXT
+records, `shardsync shards` reads a replica, `shardsync local scale` reaches it from another process, it
+exits 0 after --duration or on SIGTERM, and no process it started is left running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from shardsync.cli import COMMANDS
+from shardsync.providers.fake_client import FakeAdmin
+from tests.waits import eventually_sync
+
+pytestmark = [
+    pytest.mark.multiprocess,
+    pytest.mark.skipif("run" not in COMMANDS, reason="`shardsync run` is not wired into the CLI yet"),
+]
+
+OWNER = "local-test"
+FAST = [
+    "--replica-arg=--settle-delay=200ms",
+    "--replica-arg=--lease-duration=6s",
+    "--replica-arg=--renew-interval=1s",
+]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class Local:
+    """One `shardsync local` subprocess with its output in a file; killed (with its group) at the end."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.run_dir = tmp_path / "run"
+        self.env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}  # a private pointer
+        self.out_path = tmp_path / "local.out"
+        with open(self.out_path, "wb") as out:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "shardsync",
+                    "local",
+                    "--run-dir",
+                    str(self.run_dir),
+                    "--no-tty",
+                    *args,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                start_new_session=True,
+            )
+
+    def output(self) -> str:
+        return self.out_path.read_text(errors="replace")
+
+    def run_file(self) -> dict[str, Any]:
+        try:
+            doc: dict[str, Any] = orjson.loads((self.run_dir / "run.json").read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return {}
+        return doc
+
+    def wait_run_file(self, key: str, within: float = 60) -> dict[str, Any]:
+        def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"launcher exited {self.proc.returncode}:\n{self.output()[-3000:]}")
+            return key in self.run_file()
+
+        eventually_sync(ready, within=within, poll=0.2)
+        return self.run_file()
+
+    def shardsync(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "shardsync", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+        )
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        for pid in self.run_file().get("pids", []):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def local_factory(tmp_path: Path) -> Iterator[Any]:
+    started: list[Local] = []
+
+    def start(*args: str) -> Local:
+        local = Local(tmp_path, *args)
+        started.append(local)
+        return local
+
+    try:
+        yield start
+    finally:
+        for local in started:
+            local.cleanup()
+
+
+def owned_zone(admin: FakeAdmin, zone: str) -> bool:
+    records = admin.records(zone)
+    names = {r.dns_name for r in records}
+    owned_txt = [
+        r
+        for r in records
+        if r.record_type == "TXT" and any(f"external-dns/owner={OWNER}" in t for t in r.targets)
+    ]
+    return f"web.{zone}" in names and f"app-0.{zone}" in names and len(owned_txt) >= 2
+
+
+def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: Any) -> None:
+    started = time.monotonic()
+    local = local_factory(
+        "--replicas=2",
+        "--zones=6",
+        "--records-per-zone=2",
+        "--desired-per-zone=1",
+        f"--owner-id={OWNER}",
+        "--latency=5ms",
+        "--duration=20s",
+        "--every=2s",
+        "--termination-grace=10s",
+        *FAST,
+    )
+    run = local.wait_run_file("fakeProvider")
+    with FakeAdmin(run["fakeProvider"]) as admin:
+        zones = admin._request("GET", "/v1/zones").json()["zones"]
+        assert len(zones) == 6
+        eventually_sync(lambda: all(owned_zone(admin, z) for z in zones), within=30, poll=0.5)
+
+        # `shardsync shards` against a real replica
+        url = local.run_file()["statusUrls"]["shardsync-0"]
+        shards = local.shardsync("shards", "--url", url, "-o", "json")
+        assert shards.returncode == 0, shards.stderr
+        view = orjson.loads(shards.stdout)
+        assert view["self"] == "shardsync-0" and len(view["zones"]) == 6
+
+        # scale from another process: the StatefulSet follows and a third replica starts
+        scaled = local.shardsync("local", "scale", "3")
+        assert scaled.returncode == 0 and "scaled to 3 replicas" in scaled.stdout, scaled.stderr
+        eventually_sync(lambda: "shardsync-2" in local.run_file().get("statusUrls", {}), within=10)
+        sts = local.shardsync(
+            "shards",
+            "--kubeconfig",
+            run["kubeconfig"],
+            "-o",
+            "json",
+            "--fake-provider-url",
+            run["fakeProvider"],
+        )
+        assert sts.returncode == 0, sts.stderr
+        from kubernetes import client as k8s
+
+        from shardsync.local.apiserver.client import api_client
+
+        apps = k8s.AppsV1Api(api_client(run["apiServer"]))
+        assert apps.read_namespaced_stateful_set("shardsync", "default").spec.replicas == 3
+        bad = local.shardsync("local", "scale", "99")
+        assert bad.returncode == 1 and "between 0 and" in bad.stderr
+
+    assert local.proc.wait(timeout=90) == 0, local.output()[-3000:]
+    took = time.monotonic() - started
+    assert took < 60
+    out = local.output()
+    assert "zones synced 6/6" in out and "stopped: " in out and f"logs: {local.run_dir}" in out
+    pids = local.run_file()["pids"]
+    assert len(pids) == 5  # api server, provider, three replicas
+    assert not [pid for pid in pids if alive(pid)]
+    assert not (local.run_dir / "control").exists()
+    # the scale command now finds no launcher
+    gone = local.shardsync("local", "scale", "2")
+    assert gone.returncode == 1 and "no running" in gone.stderr
+
+
+def test_local_stops_everything_on_sigterm(local_factory: Any) -> None:
+    local = local_factory("--replicas=1", "--zones=2", "--records-per-zone=0", "--every=1s", *FAST)
+    local.wait_run_file("statusUrls")
+    eventually_sync(lambda: "REPLICA" in local.output(), within=30, poll=0.2)
+    pids = local.run_file()["pids"]
+    local.proc.send_signal(signal.SIGTERM)
+    assert local.proc.wait(timeout=60) == 0, local.output()[-3000:]
+    assert "SIGTERM: stopping" in local.output() and "stopped: " in local.output()
+    assert not [pid for pid in pids if alive(pid)]
