@@ -21,7 +21,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 from prometheus_client import Counter, Gauge, Histogram
@@ -83,6 +83,7 @@ class ZoneStatus:
     desired: int = 0
     last_error: str = ""
     syncs: int = 0
+    skipped_seen: set[tuple[tuple[str, str, str], str]] = field(default_factory=set)
 
 
 class _InFlight:
@@ -333,8 +334,15 @@ class Worker:
                 self._event(loser, "DNSNameConflict", message)
 
     def _report_skipped(self, zone: str, skipped: list[Skipped]) -> None:
+        # The same skipped change comes back every pass: log it once per zone, count it every time.
+        status = self.status.get(zone)
+        seen = status.skipped_seen if status is not None else set()
         for item in skipped:
             SKIPPED.labels(str(item.reason)).inc()
+            mark = (item.endpoint.key, str(item.reason))
+            if mark in seen:
+                continue
+            seen.add(mark)
             log.info(
                 "change skipped",
                 zone=zone,

@@ -1,0 +1,284 @@
+"""`shardsync run`: one replica, wired from Settings — sources, desired index, worker, ownership, status.
+
+The replica's parts run as one anyio task group; SIGTERM or SIGINT cancels it after the ownership layer
+has had its graceful stop (release zones, give up leases). Which zones this replica reconciles is the
+ownership layer's decision (`Ownership`): every zone when running alone or with `--once`; the sharding
+layer's assignment otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import anyio
+from anyio.from_thread import BlockingPortal
+
+from shardsync import config, logs
+from shardsync.backoff import Backoff
+from shardsync.desired import DesiredIndex
+from shardsync.events import EventRecorder
+from shardsync.kube import Kube
+from shardsync.logs import get_logger
+from shardsync.providers.base import Provider, ProviderError
+from shardsync.providers.factory import build_provider
+from shardsync.registry import TxtRegistry
+from shardsync.server import StatusEndpoints, StatusServer
+from shardsync.sources.filters import DomainFilter
+from shardsync.sources.watcher import SourceWatcher
+from shardsync.worker import Worker, WorkerOptions
+
+log = get_logger(__name__)
+
+
+def rfc3339(ts: float) -> str | None:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if ts else None
+
+
+class Ownership(Protocol):
+    """Decides which known zones the worker owns, and when this replica may write at all."""
+
+    async def run(self, replica: Replica) -> None: ...
+
+    def may_write(self) -> bool: ...
+
+    def ready(self) -> tuple[bool, str]: ...
+
+    def snapshot(self, replica: Replica) -> dict[str, Any]: ...
+
+    async def stop(self, replica: Replica) -> None: ...
+
+
+class SoleOwner:
+    """Owns every known zone, unfenced: one replica alone, or `--once` (external-dns's model)."""
+
+    async def run(self, replica: Replica) -> None:
+        while True:
+            zones = set(replica.zones)
+            for zone in zones - set(replica.worker.owned()):
+                replica.worker.own(zone)
+            for zone in set(replica.worker.owned()) - zones:
+                await replica.worker.release(zone)
+            await replica.zones_changed.wait()
+
+    def may_write(self) -> bool:
+        return True
+
+    def ready(self) -> tuple[bool, str]:
+        return True, ""
+
+    def snapshot(self, replica: Replica) -> dict[str, Any]:
+        me = replica.settings.identity
+        return {
+            "generation": 0,
+            "coordinator": me,
+            "self": me,
+            "members": [
+                {
+                    "identity": me,
+                    "state": "ready",
+                    "weight": replica.settings.weight,
+                    "zones": len(replica.worker.owned()),
+                    "observedGeneration": 0,
+                    "lastRenewSeen": None,
+                }
+            ],
+            "zones": replica.zone_rows(lambda zone: me if zone in replica.worker.status else None),
+        }
+
+    async def stop(self, replica: Replica) -> None:
+        for zone in replica.worker.owned():
+            await replica.worker.release(zone)
+
+
+class Replica:
+    """The parts of one replica and the loops that tie them together."""
+
+    def __init__(
+        self, settings: config.Settings, kube: Kube, provider: Provider, ownership: Ownership
+    ) -> None:
+        self.settings = settings
+        self.kube = kube
+        self.provider = provider
+        self.ownership = ownership
+        self.zones: set[str] = set()
+        self.zones_changed = anyio.Event()
+        self.zones_known = anyio.Event()
+        self.desired = DesiredIndex()
+        self.events = EventRecorder(kube, settings.identity)
+        self.domain_filter = DomainFilter.parse(settings.domain_filter, settings.exclude_domains)
+        registry = TxtRegistry(
+            owner_id=settings.txt_owner_id,
+            prefix=settings.txt_prefix,
+            suffix=settings.txt_suffix,
+            wildcard_replacement=settings.txt_wildcard_replacement,
+            managed_types=settings.managed_record_types,
+        )
+        self.worker = Worker(
+            provider,
+            registry,
+            self.desired,
+            WorkerOptions(
+                interval=settings.interval,
+                event_delay=0.0 if settings.events else settings.interval,
+                concurrency=settings.concurrency,
+                policy=settings.policy,
+                owner_id=settings.txt_owner_id,
+                managed_types=settings.managed_record_types,
+                dry_run=settings.dry_run,
+            ),
+            events=self.events,
+            may_write=ownership.may_write,
+        )
+        self.sources = SourceWatcher(
+            kube,
+            settings,
+            self.desired,
+            on_dirty=self.worker.mark_dirty,
+            events=self.events,
+            write_status=lambda: True,
+        )
+
+    # -- zones the provider serves ---------------------------------------------------------------
+
+    async def discover_zones(self) -> None:
+        """Follow the provider's zone list (filtered by --domain-filter), every interval."""
+        backoff = Backoff(initial=0.5, maximum=30.0)
+        while True:
+            try:
+                found = {z for z in await self.provider.zones() if self._zone_selected(z)}
+            except ProviderError as exc:
+                delay = backoff.next()
+                log.warning("listing zones failed", error=str(exc), retry_in=f"{delay:.2f}s")
+                await anyio.sleep(delay)
+                continue
+            backoff.reset()
+            if found != self.zones:
+                log.info(
+                    "zones changed",
+                    zones=len(found),
+                    added=len(found - self.zones),
+                    removed=len(self.zones - found),
+                )
+                self.zones = found
+                self.worker.mark_dirty(self.desired.set_zones(found))
+                self.zones_changed.set()
+                self.zones_changed = anyio.Event()
+            self.zones_known.set()
+            await anyio.sleep(self.settings.interval)
+
+    def _zone_selected(self, zone: str) -> bool:
+        return self.domain_filter.match(zone) or self.domain_filter.match_parent(zone)
+
+    # -- status ------------------------------------------------------------------------------------
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.sources.synced.is_set():
+            return False, "source caches not synced"
+        if not self.zones_known.is_set():
+            return False, "zones not listed yet"
+        return self.ownership.ready()
+
+    def zone_rows(self, owner_of: Callable[[str], str | None]) -> list[dict[str, Any]]:
+        rows = []
+        for zone in sorted(self.zones):
+            status = self.worker.status.get(zone)
+            owner = owner_of(zone)
+            rows.append(
+                {
+                    "zone": zone,
+                    "owner": owner,
+                    "state": "active" if status is not None else ("orphaned" if owner is None else "active"),
+                    "lastSync": rfc3339(status.last_sync) if status else None,
+                    "lastSyncSeconds": round(status.last_sync_seconds, 6) if status else None,
+                    "records": status.records if status else None,
+                    "lastError": status.last_error if status else "",
+                }
+            )
+        return rows
+
+    def shards(self) -> dict[str, Any]:
+        self.worker.totals()
+        return self.ownership.snapshot(self)
+
+    # -- the whole replica ----------------------------------------------------------------------
+
+    async def run(self) -> int:
+        s = self.settings
+        log.info(
+            "replica starting",
+            provider=s.provider,
+            sources=",".join(s.sources),
+            policy=s.policy,
+            owner_id=s.txt_owner_id,
+            sharding=s.sharding,
+            once=s.once,
+            dry_run=s.dry_run,
+        )
+        async with BlockingPortal() as portal, anyio.create_task_group() as tg:
+            server = StatusServer(s.metrics_address, StatusEndpoints(self.ready, self.shards), portal)
+            server.start()
+            try:
+                tg.start_soon(self.events.run)
+                tg.start_soon(self.sources.run)
+                tg.start_soon(self.discover_zones)
+                tg.start_soon(self.worker.run)
+                if s.once:
+                    return await self._once(tg)
+                tg.start_soon(self.ownership.run, self)
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for signum in signals:
+                        log.info("stopping", signal=signal.Signals(signum).name)
+                        break
+                with anyio.move_on_after(max(5.0, s.lease_duration * 2)) as scope:
+                    await self.ownership.stop(self)
+                if scope.cancelled_caught:
+                    log.error("graceful stop timed out")
+                tg.cancel_scope.cancel()
+            finally:
+                server.stop()
+                await self.provider.close()
+        log.info("replica stopped")
+        return 0
+
+    async def _once(self, tg: anyio.abc.TaskGroup) -> int:
+        """Reconcile every zone once (after the caches sync), then stop: external-dns's --once."""
+        await self.sources.synced.wait()
+        await self.zones_known.wait()
+        for zone in self.zones:
+            self.worker.own(zone)
+        started = time.monotonic()
+        while True:
+            pending = [z for z, st in self.worker.status.items() if st.syncs == 0 and not st.last_error]
+            if not pending:
+                break
+            await anyio.sleep(0.05)
+        failed = sorted(z for z, st in self.worker.status.items() if st.syncs == 0)
+        log.info(
+            "once: done",
+            zones=len(self.worker.status),
+            failed=len(failed),
+            seconds=f"{time.monotonic() - started:.2f}",
+        )
+        tg.cancel_scope.cancel()
+        return 1 if failed else 0
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    config.configure(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        settings = config.settings_from_args(args)
+    except (config.ConfigError, ValueError) as exc:
+        print(f"shardsync run: {exc}")
+        return 2
+    logs.setup(settings.identity, settings.log_level)
+    kube = Kube.connect(settings.kubeconfig, settings.identity)
+    replica = Replica(settings, kube, build_provider(settings), SoleOwner())
+    return anyio.run(replica.run)
