@@ -55,22 +55,26 @@ def _own_state(doc: Mapping[str, Any]) -> str:
 def progress(replicas: Sequence[ReplicaSnapshot], zone_total: int, written: int) -> Progress:
     docs = [r.shards for r in replicas if r.shards is not None]
     newest = max(docs, key=lambda d: int(d.get("generation") or 0), default=None)
+    # Per zone, so a zone two replicas both report (during a handoff, or unsharded) counts once.
     synced: set[str] = set()
-    records = errors = 0
+    records: dict[str, int] = {}
+    errors: set[str] = set()
     for doc in docs:
         for row in own_rows(doc):
+            zone = str(row.get("zone"))
             if _synced(row):
-                synced.add(str(row.get("zone")))
-            records += int(row.get("records") or 0)
-            errors += 1 if row.get("lastError") else 0
+                synced.add(zone)
+            records[zone] = max(records.get(zone, 0), int(row.get("records") or 0))
+            if row.get("lastError"):
+                errors.add(zone)
     return Progress(
         generation=int(newest.get("generation") or 0) if newest else 0,
         coordinator=str(newest.get("coordinator") or "-") if newest else "-",
         zones=zone_total,
         synced=len(synced),
-        records=records,
+        records=sum(records.values()),
         written=written,
-        errors=errors,
+        errors=len(errors),
     )
 
 
@@ -84,7 +88,9 @@ def replica_rows(replicas: Sequence[ReplicaSnapshot], coordinator: str) -> list[
                 r.identity,
                 r.pid if r.pid is not None else "-",
                 r.port,
-                r.process if r.restarts == 0 else f"{r.process} ({r.restarts} restarts)",
+                r.process
+                if r.restarts == 0
+                else f"{r.process} ({r.restarts} restart{'s' * (r.restarts > 1)})",
                 _own_state(doc) if doc is not None else "-",
                 doc.get("generation", "-") if doc is not None else "-",
                 len(mine) if doc is not None else "-",

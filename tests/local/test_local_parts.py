@@ -193,7 +193,7 @@ def test_progress_counts_zones_synced_by_their_owners() -> None:
         "coordinator",
     ]
     row2 = next(line for line in text.splitlines() if line.startswith("shardsync-2"))
-    assert "restarting in 2s (1 restarts)" in row2
+    assert "restarting in 2s (1 restart)" in row2
     assert text.rstrip().endswith("e1")
 
 
@@ -273,3 +273,12 @@ def test_child_reports_an_early_exit_with_its_log(tmp_path: Path) -> None:
     with pytest.raises(ChildFailed, match="broken exited with 2") as info:
         child.wait_for_line("never", timeout=30)
     assert "invalid choice" in str(info.value)
+
+
+def test_a_zone_reported_by_two_replicas_counts_once() -> None:
+    both = [
+        ReplicaSnapshot("shardsync-0", 1, 1, "running", doc("shardsync-0", 2, {"a": True})),
+        ReplicaSnapshot("shardsync-1", 2, 2, "running", doc("shardsync-1", 2, {"a": True, "b": False})),
+    ]
+    p = progress(both, zone_total=2, written=0)
+    assert (p.synced, p.records, p.errors) == (1, 4, 1)
