@@ -1,0 +1,370 @@
+"""The coordinator, as I/O: election rounds on `<instance>-coordinator`, and the elected replica publishing
+the assignment ConfigMap `<instance>-assignment` (design §2 rules 2 and 7).
+
+`Candidate` runs client-go's rounds with election.py's decisions: read the lease, decide, write with the
+read resourceVersion (create when absent), so of two replicas deciding to take over only one write
+succeeds; the holder renews every renew interval; `release()` gives the lease up on a graceful stop
+(ReleaseOnCancel). `CoordinatorLoop` adds publishing: while `Candidate.is_leader()`, it feeds the member
+statuses to a `Publisher` and writes each proposal with a resourceVersion precondition (create when the
+ConfigMap is absent; 409: reset to what is stored and go on from there). A new leader starts from the stored
+generation (failover changes nothing by itself) and repairs a corrupt ConfigMap with the next generation.
+
+Pins are carried over from the stored assignment; they are set by editing the ConfigMap (with a higher
+generation), which the coordinator then continues from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from prometheus_client import Counter, Gauge
+
+from shardsync.backoff import Backoff
+from shardsync.kube import Kube, KubeError
+from shardsync.logs import get_logger
+from shardsync.sharding.assignment import Assignment, CorruptAssignment, Publisher, configmap_name
+from shardsync.sharding.assignment_watch import AssignmentWatch
+from shardsync.sharding.clock import Clock, SystemClock
+from shardsync.sharding.election import Action, CoordinatorLease, Election, coordinator_lease_name
+from shardsync.sharding.member_loop import RENEW_FAILURES, MemberLoop
+from shardsync.sharding.membership import MalformedLease
+from shardsync.sharding.notify import Notifier
+from shardsync.sharding.timings import Timings
+
+log = get_logger(__name__)
+
+IS_COORDINATOR = Gauge("shardsync_is_coordinator", "1 while this replica is the elected coordinator")
+REBALANCES = Counter(
+    "shardsync_rebalances_total", "Assignment generations this replica published as the coordinator"
+)
+
+
+class Candidate:
+    """One replica's part in the coordinator election. `changed` is notified when the holder or our
+    leadership changes."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        instance: str,
+        identity: str,
+        timings: Timings,
+        clock: Clock | None = None,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.identity = identity
+        self.timings = timings
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.name = coordinator_lease_name(instance)
+        self.election = Election(instance, identity, timings.lease_duration, timings.renew_deadline)
+        self.changed = Notifier()
+        self.rounds = 0  # completed rounds (a read succeeded)
+        self._was_leader = False
+        self._holder = ""
+        self._closed = False
+        self._lock = anyio.Lock()
+
+    def is_leader(self) -> bool:
+        return not self._closed and self.election.is_leader(self.clock.monotonic())
+
+    @property
+    def leader(self) -> str:
+        """The holder as last observed ("" when none)."""
+        return self.election.leader
+
+    @property
+    def transitions(self) -> int:
+        observed = self.election.observed
+        return observed.transitions if observed is not None else 0
+
+    async def run(self) -> None:
+        """Election rounds until cancelled or released."""
+        backoff = Backoff(
+            initial=min(0.2, self.timings.renew_interval / 2), maximum=self.timings.renew_interval
+        )
+        while not self._closed:
+            delay = await self._round()
+            if delay is None:
+                delay = backoff.next()
+            else:
+                backoff.reset()
+            self._note_leadership()
+            await anyio.sleep(delay)
+
+    async def _round(self) -> float | None:
+        """Read, decide, write. Returns the delay before the next round, None after a failure."""
+        async with self._lock:
+            if self._closed:
+                return 0.0
+            was_leader = self.election.is_leader(self.clock.monotonic())
+            try:
+                lease = await self._read()
+            except (KubeError, MalformedLease) as exc:
+                self._failed(was_leader, exc)
+                return None
+            now = self.clock.monotonic()
+            self.election.observe(lease, now)
+            self.rounds += 1
+            decision = self.election.decide(now, self.clock.now())
+            if decision.action is Action.WAIT or decision.write is None:
+                left = (decision.expires_at or now) - now
+                return max(0.01, min(self.timings.renew_interval, left))
+            if decision.action is Action.ACQUIRE:
+                log.info("taking the coordinator lease", previous=decision.holder or "-", lease=self.name)
+            sent = self.clock.monotonic()
+            try:
+                body = await self._write(decision.write, create=decision.action is Action.CREATE)
+                stored = CoordinatorLease.from_object(body, self.election.instance)
+            except KubeError as exc:
+                if exc.conflict:
+                    return 0.0  # someone else wrote first: read again at once
+                self._failed(was_leader, exc)
+                return None
+            except MalformedLease as exc:
+                self._failed(was_leader, exc)
+                return None
+            self.election.written(stored, sent, self.clock.monotonic())
+            return self.timings.renew_interval
+
+    def _failed(self, was_leader: bool, exc: Exception) -> None:
+        if was_leader:
+            RENEW_FAILURES.labels("coordinator").inc()
+        log.warning("coordinator election round failed", lease=self.name, error=str(exc), leader=was_leader)
+
+    def _note_leadership(self) -> None:
+        leader = self.is_leader()
+        holder = self.leader
+        if leader != self._was_leader:
+            IS_COORDINATOR.set(1 if leader else 0)
+            if leader:
+                log.info("became the coordinator", transitions=self.transitions)
+            else:
+                log.warning("no longer the coordinator", holder=holder or "-")
+        elif holder != self._holder and not leader:
+            log.info("coordinator seen", holder=holder or "-", transitions=self.transitions)
+        if leader != self._was_leader or holder != self._holder:
+            self._was_leader, self._holder = leader, holder
+            self.changed.notify()
+
+    async def _read(self) -> CoordinatorLease | None:
+        try:
+            body = await self.kube.call(
+                self.kube.coordination.read_namespaced_lease,
+                self.name,
+                self.namespace,
+                **self.timings.request_kwargs,
+            )
+        except KubeError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return CoordinatorLease.from_object(body, self.election.instance)
+
+    async def _write(self, record: CoordinatorLease, create: bool) -> dict[str, Any]:
+        if create:
+            return await self.kube.call(
+                self.kube.coordination.create_namespaced_lease,
+                self.namespace,
+                record.to_object(),
+                **self.timings.request_kwargs,
+            )
+        return await self.kube.call(
+            self.kube.coordination.replace_namespaced_lease,
+            self.name,
+            self.namespace,
+            record.to_object(),
+            **self.timings.request_kwargs,
+        )
+
+    async def release(self) -> None:
+        """Stop taking part; if we hold the lease, hand it back (holder cleared, as ReleaseOnCancel)."""
+        async with self._lock:
+            self._closed = True
+            record = self.election.release(self.clock.now())
+            if record is not None:
+                try:
+                    await self._write(record, create=False)
+                    log.info("coordinator lease released", lease=self.name, transitions=record.transitions)
+                except KubeError as exc:
+                    log.warning("releasing the coordinator lease failed", lease=self.name, error=str(exc))
+        if self._was_leader:
+            IS_COORDINATOR.set(0)
+        self._was_leader = False
+        self.changed.notify()
+
+
+class CoordinatorLoop:
+    """Election plus publishing; every replica runs one, only the leader publishes."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        instance: str,
+        identity: str,
+        timings: Timings,
+        members: MemberLoop,
+        watch: AssignmentWatch,
+        clock: Clock | None = None,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.instance = instance
+        self.identity = identity
+        self.timings = timings
+        self.members = members
+        self.watch = watch
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.candidate = Candidate(kube, namespace, instance, identity, timings, self.clock)
+        self.name = configmap_name(instance)
+        self._wake = Notifier()
+        for source in (self.candidate.changed, members.changed, watch.changed):
+            source.forward_to(self._wake)
+        self._publisher: Publisher | None = None
+        self._rv: str | None = None  # resourceVersion of the ConfigMap as we last read or wrote it
+        self._watch_rv: str | None = None  # the watch's resourceVersion we last reacted to
+        self._problems: list[str] = []
+
+    def is_leader(self) -> bool:
+        return self.candidate.is_leader()
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.candidate.run)
+            await self._publish_loop()
+
+    async def release(self) -> None:
+        await self.candidate.release()
+
+    async def _publish_loop(self) -> None:
+        backoff = Backoff(initial=0.2, maximum=max(1.0, self.timings.renew_interval))
+        while True:
+            ticket = self._wake.ticket()
+            delay = self.timings.renew_interval
+            try:
+                delay = await self._publish_round()
+                backoff.reset()
+            except KubeError as exc:
+                delay = backoff.next()
+                log.warning("reading the stored assignment failed", configmap=self.name, error=str(exc))
+            await self._wake.wait(ticket, delay)
+
+    async def _publish_round(self) -> float:
+        """One look at the members; returns how long to sleep at most before the next."""
+        if not self.candidate.is_leader():
+            if self._publisher is not None:
+                log.info("stopped publishing assignments")
+                self._publisher = None
+            return self.timings.renew_interval
+        if self._publisher is None or self._stored_changed():
+            await self._load()
+        publisher = self._publisher
+        if publisher is None or not self.members.synced.is_set():
+            return self.timings.renew_interval
+        now = self.clock.monotonic()
+        pins = dict(publisher.current.pins) if publisher.current is not None else {}
+        proposal = publisher.observe(self.members.statuses(), pins, now, self.clock.now())
+        if publisher.problems != self._problems:
+            self._problems = list(publisher.problems)
+            for problem in self._problems:
+                log.warning("pin problem", problem=problem)
+        if proposal is not None and self.candidate.is_leader():
+            await self._write(publisher, proposal)
+        wake = publisher.next_wakeup()
+        if wake is None:
+            return self.timings.renew_interval
+        return max(0.0, min(self.timings.renew_interval, wake - self.clock.monotonic()))
+
+    def _stored_changed(self) -> bool:
+        """Someone else wrote the ConfigMap (an operator, a deposed coordinator, a corruption): re-read."""
+        seen = self.watch.resource_version
+        if seen is None or seen == self._watch_rv:
+            return False
+        self._watch_rv = seen
+        return seen != self._rv
+
+    async def _load(self) -> None:
+        """Read the stored assignment and continue from it (rule 7)."""
+        try:
+            body = await self.kube.call(
+                self.kube.core.read_namespaced_config_map,
+                self.name,
+                self.namespace,
+                **self.timings.request_kwargs,
+            )
+        except KubeError as exc:
+            if not exc.not_found:
+                raise
+            stored, self._rv = None, None
+        else:
+            self._rv = str((body.get("metadata") or {}).get("resourceVersion") or "") or None
+            data = body.get("data")
+            try:
+                stored = Assignment.from_configmap_data(data if isinstance(data, dict) else None)
+            except CorruptAssignment as exc:
+                stored = self._repair_base(str(exc))
+        if self._publisher is None:
+            self._publisher = Publisher(self.identity, self.timings.publisher_config(), stored)
+            log.info(
+                "publishing assignments",
+                generation=stored.generation if stored else 0,
+                configmap=self.name,
+            )
+        elif stored != self._publisher.current:
+            self._publisher.reset(stored)
+
+    def _repair_base(self, error: str) -> Assignment | None:
+        """What to continue from when the stored ConfigMap is unreadable: the last good generation this
+        replica saw, with no members, so that the next proposal differs from it, outnumbers it, and is
+        written over the corrupt object."""
+        last_good = self.watch.current
+        log.error(
+            "stored assignment is corrupt; publishing a new generation over it",
+            configmap=self.name,
+            error=error,
+            last_good=last_good.generation if last_good else "",
+        )
+        return last_good.with_members(()) if last_good is not None else None
+
+    async def _write(self, publisher: Publisher, proposal: Assignment) -> None:
+        previous = publisher.current
+        body = proposal.to_configmap(self.instance, self._rv)
+        try:
+            if self._rv is None:
+                stored = await self.kube.call(
+                    self.kube.core.create_namespaced_config_map,
+                    self.namespace,
+                    body,
+                    **self.timings.request_kwargs,
+                )
+            else:
+                stored = await self.kube.call(
+                    self.kube.core.replace_namespaced_config_map,
+                    self.name,
+                    self.namespace,
+                    body,
+                    **self.timings.request_kwargs,
+                )
+        except KubeError as exc:
+            if exc.conflict or exc.not_found:
+                log.warning(
+                    "assignment write lost a race; continuing from what is stored",
+                    generation=proposal.generation,
+                    status=exc.status,
+                )
+                await self._load()
+                return
+            log.warning("assignment write failed", generation=proposal.generation, error=str(exc))
+            return
+        self._rv = str((stored.get("metadata") or {}).get("resourceVersion") or "") or None
+        publisher.committed(proposal)
+        REBALANCES.inc()
+        log.info(
+            "assignment published",
+            generation=proposal.generation,
+            previous=previous.generation if previous else 0,
+            members=",".join(m.identity for m in proposal.members) or "-",
+        )

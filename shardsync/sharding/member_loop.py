@@ -1,0 +1,377 @@
+"""This replica's member Lease, and everyone's as this replica sees them (design §2 rules 1 and 5, the I/O).
+
+`MemberLoop.run()` does two things until cancelled:
+- keeps `<instance>-member-<identity>` renewed every renew interval: a replace with the resourceVersion last
+  read (409 or 404: read again and retry at once; absent: create), carrying the weight, draining,
+  restarting and observed-generation annotations the rest of the replica asks for (`acknowledge`,
+  `set_draining`, `set_restarting`; `flush` waits until they are written);
+- lists and watches every member Lease of the instance into a `LivenessTracker`, marking the view current
+  when the watch delivers one of our own renewals (everything written before it has then been seen) or
+  after a full list.
+
+`last_renewed` is the monotonic time our last successful write was *sent*; `may_write()` is rule 5 on it.
+`fence_epoch` goes up whenever a renewal succeeds after the write fence had lapsed (and on the first one):
+whoever acts on what it read from the API must read again before writing when the epoch moved.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import anyio
+from prometheus_client import Counter
+
+from shardsync.backoff import Backoff
+from shardsync.informer import Informer
+from shardsync.kube import Kube, KubeError
+from shardsync.logs import get_logger
+from shardsync.sharding.clock import Clock, SystemClock
+from shardsync.sharding.membership import (
+    LivenessTracker,
+    MalformedLease,
+    MemberLease,
+    MemberStatus,
+    identity_from_name,
+    label_selector,
+    may_write,
+    member_lease_name,
+    write_deadline,
+)
+from shardsync.sharding.notify import Notifier
+from shardsync.sharding.timings import Timings
+
+log = get_logger(__name__)
+
+RENEW_FAILURES = Counter(
+    "shardsync_lease_renew_failures_total", "Failed renewals of a lease this replica holds", ["lease"]
+)
+
+# Own renewals remembered to recognise them when the watch delivers them back (a few renew intervals).
+_SENT_KEPT = 16
+# Immediate re-read-and-retry rounds after a 409/404, before counting the renewal as failed.
+_CONFLICT_RETRIES = 3
+
+
+class MemberLoop:
+    """See the module docstring. Every method runs on the event loop."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        instance: str,
+        identity: str,
+        timings: Timings,
+        *,
+        weight: int = 1,
+        clock: Clock | None = None,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.instance = instance
+        self.identity = identity
+        self.timings = timings
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.name = member_lease_name(instance, identity)
+        self.tracker = LivenessTracker()
+        self.changed = Notifier()  # a member lease changed, or our own renewal succeeded
+        self.last_renewed: float | None = None
+        self.fence_epoch = 0
+        self._weight = weight
+        self._draining = False
+        self._restarting = False
+        self._acked: int | None = None
+        self._lease: MemberLease | None = None  # as last read or written (with its resourceVersion)
+        self._sent: OrderedDict[object, float] = OrderedDict()  # renewTime we wrote -> when it was sent
+        self._version = 0  # bumped by every requested change; `_written` catches up once it is stored
+        self._written = -1
+        self._closed = False
+        self._lock = anyio.Lock()
+        self._wake = Notifier()
+        self._informer = _MemberInformer(self)
+
+    # -- what the rest of the replica reads ---------------------------------------------------------
+
+    @property
+    def synced(self) -> anyio.Event:
+        """Set once the member leases have been listed."""
+        return self._informer.synced
+
+    def may_write(self) -> bool:
+        """Rule 5: our lease is fresh enough that nobody can deem it expired yet."""
+        return may_write(
+            self.last_renewed, self.clock.monotonic(), self.timings.lease_duration, self.timings.fence_margin
+        )
+
+    def write_deadline(self) -> float | None:
+        """When `may_write` turns false unless a renewal succeeds first."""
+        if self.last_renewed is None:
+            return None
+        return write_deadline(self.last_renewed, self.timings.lease_duration, self.timings.fence_margin)
+
+    def statuses(self) -> dict[str, MemberStatus]:
+        return self.tracker.statuses(self.clock.monotonic())
+
+    @property
+    def acknowledged(self) -> int | None:
+        """The generation we asked to acknowledge (written or about to be)."""
+        return self._acked
+
+    @property
+    def acknowledged_written(self) -> bool:
+        return self._written >= self._version
+
+    # -- what the rest of the replica asks for ---------------------------------------------------------
+
+    def acknowledge(self, generation: int) -> None:
+        """Write `observed-generation: generation` soon (never lowering it). Call only once every zone not
+        owned in that generation is released (rule 3)."""
+        if self._acked is None or generation > self._acked:
+            self._acked = generation
+            self._request()
+
+    def set_draining(self) -> None:
+        self._draining = True
+        self._request()
+
+    def set_restarting(self) -> None:
+        self._restarting = True
+        self._request()
+
+    def _request(self) -> None:
+        self._version += 1
+        self._wake.notify()
+
+    async def flush(self, within: float) -> bool:
+        """Wait until every change asked for so far is written (False when `within` seconds ran out first)."""
+        target = self._version
+        self._wake.notify()
+        with anyio.move_on_after(within):
+            while self._written < target and not self._closed:
+                ticket = self.changed.ticket()
+                if self._written >= target:
+                    break
+                await ticket.wait()
+        return self._written >= target
+
+    # -- the loops ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Renew our lease and watch everyone's until cancelled (renewing stops once closed)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._informer.run)
+            await self._renew_loop()
+
+    async def _renew_loop(self) -> None:
+        backoff = Backoff(
+            initial=min(0.2, self.timings.renew_interval / 2), maximum=self.timings.renew_interval
+        )
+        while not self._closed:
+            ticket = self._wake.ticket()
+            if await self._write():
+                backoff.reset()
+                delay = self.timings.renew_interval
+            else:
+                delay = backoff.next()
+            await self._wake.wait(ticket, delay)
+
+    async def _write(self) -> bool:
+        """One renewal (with whatever changes are pending); True when the lease is stored."""
+        async with self._lock:
+            if self._closed:
+                return True
+            error = "conflict"
+            for _ in range(_CONFLICT_RETRIES):
+                version = self._version
+                try:
+                    if self._lease is None:
+                        self._lease = await self._read()
+                    record = self._next_record(self._lease)
+                    sent = self.clock.monotonic()
+                    # Remembered before sending: the watch may deliver the write before its response.
+                    self._remember_sent(record.renew_time, sent)
+                    if record.resource_version is None:
+                        body = await self.kube.call(
+                            self.kube.coordination.create_namespaced_lease,
+                            self.namespace,
+                            record.to_object(),
+                            **self.timings.request_kwargs,
+                        )
+                    else:
+                        body = await self.kube.call(
+                            self.kube.coordination.replace_namespaced_lease,
+                            self.name,
+                            self.namespace,
+                            record.to_object(),
+                            **self.timings.request_kwargs,
+                        )
+                    stored = MemberLease.from_object(body, self.instance)
+                except KubeError as exc:
+                    if exc.conflict or exc.not_found:
+                        self._lease = None  # changed or deleted under us: read it again and retry now
+                        continue
+                    error = str(exc)
+                    break
+                except MalformedLease as exc:
+                    self._lease = None
+                    error = f"unreadable lease returned: {exc}"
+                    break
+                self._stored(stored, sent, version)
+                return True
+        RENEW_FAILURES.labels("member").inc()
+        log.warning(
+            "member lease renewal failed",
+            lease=self.name,
+            error=error,
+            may_write=self.may_write(),
+        )
+        return False
+
+    async def _read(self) -> MemberLease | None:
+        try:
+            body = await self.kube.call(
+                self.kube.coordination.read_namespaced_lease,
+                self.name,
+                self.namespace,
+                **self.timings.request_kwargs,
+            )
+        except KubeError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return MemberLease.from_object(body, self.instance)
+
+    def _next_record(self, current: MemberLease | None) -> MemberLease:
+        wall = self.clock.now()
+        base = current or MemberLease.new(self.instance, self.identity, wall, self.timings.lease_duration)
+        return replace(
+            base.renewed(wall),
+            lease_duration=self.timings.lease_duration,
+            weight=self._weight,
+            draining=self._draining,
+            restarting=self._restarting,
+            # An earlier incarnation's acknowledgement stays true for a process that runs nothing yet.
+            observed_generation=self._acked if self._acked is not None else base.observed_generation,
+        )
+
+    def _stored(self, lease: MemberLease, sent: float, version: int) -> None:
+        now = self.clock.monotonic()
+        previous = self.last_renewed
+        lapsed = previous is None or now >= write_deadline(
+            previous, self.timings.lease_duration, self.timings.fence_margin
+        )
+        if lapsed:
+            # Observers may have deemed us gone meanwhile: whatever we read before is suspect now.
+            self.fence_epoch += 1
+            log.info(
+                "member lease acquired" if previous is None else "member lease renewed after the write fence",
+                lease=self.name,
+                observed_generation=lease.observed_generation,
+            )
+        self.last_renewed = sent
+        self._lease = lease
+        self._written = max(self._written, version)
+        self.changed.notify()
+
+    def _remember_sent(self, renew_time: str | None, sent: float) -> None:
+        if renew_time is not None:
+            self._sent[_instant(renew_time)] = sent
+            while len(self._sent) > _SENT_KEPT:
+                self._sent.popitem(last=False)
+
+    # -- leaving ---------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop renewing, keep the lease (a restart: the coordinator parks our zones meanwhile). Returns
+        once no write of ours is in flight."""
+        async with self._lock:
+            self._closed = True
+        self.changed.notify()
+
+    async def leave(self) -> bool:
+        """Stop renewing and delete the lease (only after releasing every zone). True when it is gone."""
+        async with self._lock:
+            self._closed = True
+            try:
+                await self.kube.call(
+                    self.kube.coordination.delete_namespaced_lease,
+                    self.name,
+                    self.namespace,
+                    **self.timings.request_kwargs,
+                )
+            except KubeError as exc:
+                if not exc.not_found:
+                    log.warning("deleting the member lease failed", lease=self.name, error=str(exc))
+                    return False
+        self.changed.notify()
+        log.info("member lease deleted", lease=self.name)
+        return True
+
+    # -- the watch ---------------------------------------------------------------------------------
+
+    def _on_change(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        now = self.clock.monotonic()
+        if new is None:
+            name = str(((old or {}).get("metadata") or {}).get("name") or "")
+            identity = identity_from_name(self.instance, name)
+            if identity is not None:
+                self.tracker.forget(identity)
+                log.info("member lease gone", member=identity)
+        else:
+            try:
+                lease = MemberLease.from_object(new, self.instance)
+            except MalformedLease:
+                return  # the coordinator lease shares our labels; anything else unreadable is not a member
+            first = self.tracker.lease(lease.identity) is None
+            self.tracker.observe(lease, now)
+            own = lease.identity == self.identity and lease.renew_time is not None
+            sent = self._sent.get(_instant(lease.renew_time or "")) if own else None
+            if sent is not None:
+                self.tracker.mark_synced(sent)
+            if first and lease.identity != self.identity:
+                log.info(
+                    "member seen", member=lease.identity, weight=lease.weight, problems=len(lease.problems)
+                )
+        self.changed.notify()
+
+    def _resynced(self, objects: Iterable[dict[str, Any]], sent: float) -> None:
+        leases = []
+        for obj in objects:
+            try:
+                leases.append(MemberLease.from_object(obj, self.instance))
+            except MalformedLease:
+                continue
+        self.tracker.resync(leases, sent)
+        self.changed.notify()
+
+
+def _instant(stamp: str) -> object:
+    """A renewTime as an instant, so `...123456Z` and `...123456+00:00` (servers differ) compare equal."""
+    try:
+        return datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+
+
+class _MemberInformer(Informer):
+    """The member leases of the instance; a full list also tells the tracker its view is current."""
+
+    def __init__(self, loop: MemberLoop) -> None:
+        super().__init__(
+            loop.kube,
+            "member-leases",
+            loop.kube.coordination.list_namespaced_lease,
+            loop.namespace,
+            on_change=loop._on_change,
+            label_selector=label_selector(loop.instance),
+        )
+        self._loop = loop
+
+    async def relist(self) -> None:
+        sent = self._loop.clock.monotonic()
+        await super().relist()
+        self._loop._resynced(self.cache.values(), sent)
