@@ -1,0 +1,79 @@
+"""The rows of `/shards`, a contract users and scripts rely on (issue 4):
+
+    {"generation": int, "coordinator": str, "self": str,
+     "members": [{"identity", "state", "weight", "zones", "observedGeneration", "lastRenewSeen"}],
+     "zones": [{"zone", "owner", "state", "lastSync", "lastSyncSeconds", "records", "lastError"}]}
+
+member state: ready | restarting | draining | expired; zone state: active | pending | orphaned | parked;
+timestamps RFC 3339 (UTC, `Z`), null when unknown. Pure formatting; each ownership mode fills it in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from shardsync.sharding.clock import rfc3339
+from shardsync.worker import ZoneStatus
+
+
+def unix_rfc3339(ts: float) -> str | None:
+    """A Unix time as RFC 3339 (None for 0: never)."""
+    return rfc3339(datetime.fromtimestamp(ts, UTC)) if ts else None
+
+
+def member_row(
+    identity: str,
+    state: str,
+    weight: int,
+    zones: int,
+    observed_generation: int | None,
+    last_renew_seen: datetime | None,
+) -> dict[str, Any]:
+    return {
+        "identity": identity,
+        "state": state,
+        "weight": weight,
+        "zones": zones,
+        "observedGeneration": observed_generation,
+        "lastRenewSeen": rfc3339(last_renew_seen) if last_renew_seen is not None else None,
+    }
+
+
+def zone_row(zone: str, owner: str | None, state: str, status: ZoneStatus | None) -> dict[str, Any]:
+    """One zone; `status` is this replica's worker status when it runs the zone (else no sync figures)."""
+    return {
+        "zone": zone,
+        "owner": owner,
+        "state": state,
+        "lastSync": unix_rfc3339(status.last_sync) if status else None,
+        "lastSyncSeconds": round(status.last_sync_seconds, 6) if status and status.syncs else None,
+        "records": status.records if status and status.syncs else None,
+        "lastError": status.last_error if status else "",
+    }
+
+
+def snapshot(
+    generation: int,
+    coordinator: str,
+    identity: str,
+    members: Iterable[dict[str, Any]],
+    zones: Iterable[dict[str, Any]],
+) -> dict[str, Any]:
+    return {
+        "generation": generation,
+        "coordinator": coordinator,
+        "self": identity,
+        "members": list(members),
+        "zones": list(zones),
+    }
+
+
+def zone_counts(owners: Mapping[str, str | None]) -> dict[str, int]:
+    """Zones per owner, from zone → owner."""
+    counts: dict[str, int] = {}
+    for owner in owners.values():
+        if owner is not None:
+            counts[owner] = counts.get(owner, 0) + 1
+    return counts

@@ -1,0 +1,352 @@
+"""Active/active ownership against the embedded API server: several replicas in one process, each with its
+own API client (User-Agent with its identity) and worker, writing a shared fake provider while a churn task
+keeps every zone changing. Checked throughout: the provider's audit shows no two writers of one zone at
+once, and no write was refused by a fence (the handoff rules kept every stale writer away before the
+provider had to); the sampler never saw two replicas able to write one zone."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import anyio
+import pytest
+from prometheus_client import REGISTRY
+
+from shardsync.kube import KubeError
+from shardsync.local.apiserver import ApiServer
+from shardsync.providers.fake import FakeStore, overlapping_writes
+from shardsync.sharding.assignment import CONFIGMAP_KEY, Assignment, configmap_name
+from shardsync.sharding.membership import member_lease_name
+from tests.sharding.cluster import (
+    INSTANCE,
+    LEASE,
+    NAMESPACE,
+    Cluster,
+    cluster,
+    describe,
+    user_agent,
+    wait_for,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def assert_safe(c: Cluster) -> None:
+    audit = c.store.audit()
+    assert not overlapping_writes(audit, include_refused=True), overlapping_writes(audit)[:3]
+    refused = [e for e in audit if e.outcome == "fenced"]
+    assert not refused, refused[:3]
+    assert not c.sampled_overlaps(), c.sampled_overlaps()[:3]
+
+
+def applies_by(store: FakeStore, writer: str) -> int:
+    return sum(1 for e in store.audit() if e.op == "apply" and e.outcome == "ok" and e.writer == writer)
+
+
+async def start(c: Cluster, *identities: str, within: float = 20.0) -> None:
+    for identity in identities:
+        await c.add(identity)
+    await wait_for(c.settled, within, f"settle with {identities}: {describe(c)}")
+
+
+async def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(apiserver: ApiServer) -> None:
+    async with cluster(apiserver, zones=60) as c:
+        await start(c, "r0", "r1", "r2")
+        views = [o.view for o in c.sharded()]
+        assert len({v.generation for v in views if v}) == 1
+        load = Counter(c.owners().values())
+        assert set(load) == {"r0", "r1", "r2"} and sum(load.values()) == 60
+        await anyio.sleep(1.0)  # the churn keeps every owner writing
+        for identity in ("r0", "r1", "r2"):
+            assert applies_by(c.store, identity) > 0
+        for zone in c.zones:
+            fence = c.store.fence_of(zone)
+            assert fence is not None and fence.identity == c.owners()[zone]
+        assert_safe(c)
+
+        # /shards: every replica tells the same story, in the contract's shape.
+        snaps = [o.snapshot(n) for o, n in zip(c.sharded(), c.nodes.values(), strict=True)]
+        for node, snap in zip(c.nodes.values(), snaps, strict=True):
+            assert set(snap) == {"generation", "coordinator", "self", "members", "zones"}
+            assert snap["self"] == node.identity
+            assert snap["generation"] == views[0].generation if views[0] else False
+            assert snap["coordinator"] in c.nodes
+            assert [m["identity"] for m in snap["members"]] == ["r0", "r1", "r2"]
+            for member in snap["members"]:
+                assert set(member) == {
+                    "identity",
+                    "state",
+                    "weight",
+                    "zones",
+                    "observedGeneration",
+                    "lastRenewSeen",
+                }
+                assert member["state"] == "ready"
+                assert member["zones"] == load[member["identity"]]
+                assert member["observedGeneration"] == snap["generation"]
+                assert time.strptime(member["lastRenewSeen"], "%Y-%m-%dT%H:%M:%SZ")
+            assert [z["zone"] for z in snap["zones"]] == sorted(c.zones)
+            for row in snap["zones"]:
+                assert set(row) == {
+                    "zone",
+                    "owner",
+                    "state",
+                    "lastSync",
+                    "lastSyncSeconds",
+                    "records",
+                    "lastError",
+                }
+                assert row["owner"] == c.owners()[row["zone"]]
+                assert row["state"] == "active"
+                if row["owner"] == node.identity:
+                    assert time.strptime(row["lastSync"], "%Y-%m-%dT%H:%M:%SZ")
+                    assert row["records"] is not None and row["lastError"] == ""
+                else:
+                    assert row["lastSync"] is None and row["records"] is None
+        assert len({s["coordinator"] for s in snaps}) == 1
+        assert all(o.ready() == (True, "") for o in c.sharded())
+
+
+async def test_a_fourth_replica_takes_about_a_quarter_of_the_zones_all_from_the_others(
+    apiserver: ApiServer,
+) -> None:
+    async with cluster(apiserver, zones=120) as c:
+        await start(c, "r0", "r1", "r2")
+        before = c.owners()
+        generation = c.sharded()[0].view.generation  # type: ignore[union-attr]
+        joined = time.monotonic()
+        await c.add("r3")
+        took = await wait_for(c.settled, 20, f"settle with r3: {describe(c)}")
+        after = c.owners()
+        moved = {z for z in c.zones if before[z] != after[z]}
+        assert moved and all(after[z] == "r3" for z in moved)  # only to the new replica
+        fraction = len(moved) / len(c.zones)
+        print(f"moved {len(moved)}/{len(c.zones)} = {fraction:.3f} (ideal 0.25) in {took:.2f}s")
+        assert 0.15 <= fraction <= 0.35
+        assert c.sharded()[0].view.generation == generation + 1  # type: ignore[union-attr]
+        # Zones that did not move were never interrupted; moved ones only for the handoff itself.
+        assert c.longest_unowned(since=joined) < 1.0
+        assert_safe(c)
+
+
+async def test_a_replica_leaving_for_good_drains_its_zones_first(apiserver: ApiServer) -> None:
+    async with cluster(apiserver, zones=60) as c:
+        await start(c, "r0", "r1", "r2")
+        leaving = c.nodes["r1"]
+        its_zones = {z for z, o in c.owners().items() if o == "r1"}
+        assert its_zones
+        stopping = time.monotonic()
+        await c.stop(leaving)  # "r1" has no StatefulSet ordinal: it leaves for good
+        stopped = time.monotonic() - stopping
+        await wait_for(c.settled, 10, f"settle without r1: {describe(c)}")
+        assert all(c.owners()[z] in ("r0", "r2") for z in its_zones)
+        gap = c.longest_unowned(since=stopping)
+        print(f"drain took {stopped:.2f}s, longest unowned {gap:.3f}s")
+        assert gap < 1.0
+        assert c.admin is not None
+        leases = await c.admin.call(c.admin.coordination.list_namespaced_lease, NAMESPACE)
+        names = {item["metadata"]["name"] for item in leases["items"]}
+        assert member_lease_name(INSTANCE, "r1") not in names
+        assert not leaving.worker.owned()
+        assert_safe(c)
+
+
+async def test_a_replica_cut_off_from_the_api_stops_writing_before_its_zones_are_taken_over(
+    apiserver: ApiServer,
+) -> None:
+    async with cluster(apiserver, zones=60) as c:
+        await start(c, "r0", "r1", "r2")
+        coordinator = c.sharded()[0].coordinator.candidate.leader
+        victim = next(i for i in ("r2", "r1", "r0") if i != coordinator)
+        node = c.nodes[victim]
+        its_zones = {z for z, o in c.owners().items() if o == victim}
+        cut = time.monotonic()
+        apiserver.faults.refuse(user_agent=f"({victim})")
+        fenced_after = await wait_for(lambda: not node.ownership.may_write(), LEASE, "self-fence")
+        others = [o for i, o in ((i, n.sharded) for i, n in c.nodes.items()) if i != victim]
+
+        def taken_over() -> bool:
+            return all(any(z in o.active for o in others) for z in its_zones)
+
+        took = await wait_for(taken_over, 3 * LEASE, f"takeover: {describe(c)}")
+        print(f"cut off: self-fenced after {fenced_after:.2f}s, zones taken over after {took:.2f}s")
+        for zone in its_zones:  # make every new owner write
+            c.set_record(zone, "10.254.0.1")
+
+        def rewritten() -> bool:
+            written = {
+                e.zone for e in c.store.audit() if e.op == "apply" and e.start > cut and e.outcome == "ok"
+            }
+            return its_zones <= written
+
+        await wait_for(rewritten, 5, "the new owners write")
+        audit = c.store.audit()
+        compared = 0
+        for zone in its_zones:
+            mine = [e.end for e in audit if e.zone == zone and e.writer == victim and e.outcome == "ok"]
+            theirs = [e.start for e in audit if e.zone == zone and e.writer != victim and e.start > cut]
+            if mine and theirs:
+                compared += 1
+                assert max(mine) < min(theirs), zone
+        assert compared == len(its_zones)
+        assert_safe(c)
+
+        # Back on the network: it re-reads before writing, rejoins, and the zones come back to it.
+        apiserver.faults.allow(user_agent=f"({victim})")
+        await wait_for(c.settled, 20, f"settle after the partition: {describe(c)}")
+        assert any(o == victim for o in c.owners().values())
+        assert_safe(c)
+
+
+async def test_coordinator_failover_never_moves_the_generation_backwards(apiserver: ApiServer) -> None:
+    async with cluster(apiserver, zones=40) as c:
+        await start(c, "r0", "r1", "r2")
+        published: list[int] = []
+
+        async def follow_configmap() -> None:
+            assert c.admin is not None
+            while True:
+                try:
+                    body = await c.admin.call(
+                        c.admin.core.read_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE
+                    )
+                except KubeError:
+                    pass  # a failed read is just a missing sample
+                else:
+                    published.append(Assignment.from_configmap_data(body["data"]).generation)
+                await anyio.sleep(0.05)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow_configmap)
+            generation = c.sharded()[0].view.generation  # type: ignore[union-attr]
+            leader = c.sharded()[0].coordinator.candidate.leader
+            crashed = time.monotonic()
+            await c.crash(c.nodes[leader])  # kill -9: the coordinator lease is not released
+            failover = await wait_for(
+                lambda: any(o.coordinator.is_leader() for o in c.sharded()), 3 * LEASE, "new coordinator"
+            )
+            await wait_for(c.settled, 20, f"settle without {leader}: {describe(c)}")
+            synced = time.monotonic() - crashed
+            tg.cancel_scope.cancel()
+        print(f"coordinator crash: new coordinator after {failover:.2f}s, zones settled after {synced:.2f}s")
+        assert published and published == sorted(published)
+        assert c.sharded()[0].view.generation > generation  # type: ignore[union-attr]
+        assert leader not in c.sharded()[0].view.identities  # type: ignore[union-attr]
+        assert_safe(c)
+
+        # A graceful stop hands the coordinator lease over at once.
+        leader = c.sharded()[0].coordinator.candidate.leader
+        stopping = time.monotonic()
+        await c.stop(c.nodes[leader])
+        handover = await wait_for(
+            lambda: any(o.coordinator.is_leader() for o in c.sharded()), 3 * LEASE, "handover"
+        )
+        print(f"graceful coordinator stop: new coordinator {time.monotonic() - stopping:.2f}s after SIGTERM")
+        assert handover < LEASE
+        await wait_for(c.settled, 10, f"settle with one replica: {describe(c)}")
+        assert_safe(c)
+
+
+async def test_a_corrupt_assignment_is_logged_and_the_last_good_view_kept(
+    apiserver: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with cluster(apiserver, zones=40) as c:
+        await start(c, "r0", "r1", "r2")
+        owners = c.owners()
+        generation = c.sharded()[0].view.generation  # type: ignore[union-attr]
+        counted = REGISTRY.get_sample_value("shardsync_corrupt_assignments_total") or 0.0
+        assert c.admin is not None
+        body = await c.admin.call(
+            c.admin.core.read_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE
+        )
+        body["data"] = {CONFIGMAP_KEY: '{"version": 1, "generation": "many"'}
+        await c.admin.call(
+            c.admin.core.replace_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE, body
+        )
+        await wait_for(
+            lambda: (REGISTRY.get_sample_value("shardsync_corrupt_assignments_total") or 0.0) >= counted + 3,
+            5,
+            "every replica counts the corrupt assignment",
+        )
+        assert "corrupt assignment ignored" in caplog.text
+        # Nobody dropped its zones on the strength of an unreadable document; the coordinator writes the
+        # next generation over it, with the same members, so nothing moves.
+        await wait_for(
+            lambda: all(o.view is not None and o.view.generation == generation + 1 for o in c.sharded()),
+            10,
+            "repaired generation",
+        )
+        await wait_for(c.settled, 10, "settled after the repair")
+        assert c.owners() == owners
+        assert c.longest_unowned() < 0.5
+        assert_safe(c)
+
+
+async def test_a_restarting_replica_gets_its_parked_zones_back_without_a_new_generation(
+    apiserver: ApiServer,
+) -> None:
+    async with cluster(apiserver, zones=40) as c:
+        assert c.admin is not None
+        await c.admin.call(c.admin.apps.create_namespaced_stateful_set, NAMESPACE, statefulset("shard", 3))
+        await start(c, "shard-0", "shard-1", "shard-2")
+        generation = c.sharded()[0].view.generation  # type: ignore[union-attr]
+        owners = c.owners()
+        parked = {z for z, o in owners.items() if o == "shard-1"}
+        await c.stop(c.nodes["shard-1"])  # ordinal 1 < 3 replicas: a restart
+        lease = await c.admin.call(
+            c.admin.coordination.read_namespaced_lease, member_lease_name(INSTANCE, "shard-1"), NAMESPACE
+        )
+        assert lease["metadata"]["annotations"]["shardsync.io/restarting"] == "true"
+        await anyio.sleep(LEASE + 1)  # its lease lapses, but the grace (30 s) keeps its zones parked
+        for o, node in ((n.sharded, n) for n in c.nodes.values()):
+            assert o.view is not None and o.view.generation == generation
+            rows = {r["zone"]: r for r in o.snapshot(node)["zones"]}
+            assert {z for z, r in rows.items() if r["state"] == "parked"} == parked
+        await c.add("shard-1")  # the new incarnation
+        await wait_for(c.settled, 10, f"settle after the restart: {describe(c)}")
+        assert c.sharded()[0].view.generation == generation  # type: ignore[union-attr]
+        assert c.owners() == owners
+        assert_safe(c)
+
+
+async def test_a_restarting_replica_that_does_not_come_back_loses_its_zones_after_the_grace(
+    apiserver: ApiServer,
+) -> None:
+    async with cluster(apiserver, zones=30) as c:
+        assert c.admin is not None
+        await c.admin.call(c.admin.apps.create_namespaced_stateful_set, NAMESPACE, statefulset("shard", 3))
+        for identity in ("shard-0", "shard-1", "shard-2"):
+            await c.add(identity, restart_grace=1.0)
+        await wait_for(c.settled, 20, "settled")
+        await c.stop(c.nodes["shard-2"])
+        await wait_for(c.settled, 4 * LEASE, f"zones moved after the grace: {describe(c)}")
+        assert set(c.owners().values()) == {"shard-0", "shard-1"}
+        assert_safe(c)
+
+
+def statefulset(name: str, replicas: int) -> dict[str, object]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "shardsync", "image": "shardsync"}]},
+            },
+        },
+    }
+
+
+def test_user_agent_carries_the_identity() -> None:
+    assert user_agent("r1").endswith("(r1)")
