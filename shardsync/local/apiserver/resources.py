@@ -125,6 +125,7 @@ BUILTINS: tuple[Resource, ...] = (
             "type",
         },
     ),
+    _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
     _builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", generation=True),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
     _builtin(
@@ -141,6 +142,20 @@ BUILTINS: tuple[Resource, ...] = (
         categories=("all",),
         scale=ScaleSpec(label_selector=".spec.selector", selector_is_object=True),
     ),
+    # What deploy/ installs besides the kinds above (tests/deploy apply it with kubectl).
+    _builtin(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+        short_names=("pdb",),
+        status=True,
+        generation=True,
+    ),
+    _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     _builtin(
         "apiextensions.k8s.io",
         "v1",
