@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
 from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import (
@@ -42,7 +43,6 @@ from shardsync.sources.result import (
     get_str_map,
     suitable_type,
 )
-from shardsync.sources.selectors import selector_from_labels
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # EndpointSlice → its Service (discovery.k8s.io/v1)
 

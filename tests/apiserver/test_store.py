@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from shardsync.local.apiserver.errors import ApiError
+from shardsync.local.apiserver.field_selectors import parse_field_selector
 from shardsync.local.apiserver.resources import Resource, ResourceTable
-from shardsync.local.apiserver.selectors import parse_field_selector, parse_label_selector
 from shardsync.local.apiserver.store import Expired, Store
+from shardsync.selectors import parse_selector
 
 TABLE = ResourceTable()
 
@@ -193,7 +194,7 @@ def test_namespace_deletion_cascades_and_waits_for_finalizers(store: Store) -> N
 def test_list_selectors_and_paging(store: Store) -> None:
     for i in range(5):
         store.create(CM, "default", cm(f"c{i}", labels={"i": str(i), "even": str(i % 2 == 0).lower()}))
-    even = store.list(CM, "default", parse_label_selector("even=true"))
+    even = store.list(CM, "default", parse_selector("even=true"))
     assert [o["metadata"]["name"] for o in even.items] == ["c0", "c2", "c4"]
     named = store.list(CM, None, fields=parse_field_selector("metadata.name=c3", CM.fields))
     assert [o["metadata"]["name"] for o in named.items] == ["c3"]

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from shardsync.local.apiserver.errors import ApiError
 from shardsync.local.apiserver.resources import ResourceTable
-from shardsync.local.apiserver.selectors import parse_label_selector
 from shardsync.local.apiserver.store import Store
 from shardsync.local.apiserver.watch import WatchSpec, translate
+from shardsync.selectors import parse_selector
 
 TABLE = ResourceTable()
 CM = TABLE.lookup("", "v1", "configmaps")
@@ -58,7 +58,7 @@ def _apply(store: Store, op: tuple[str, str, str | None, int]) -> None:
 @given(ops, st.sampled_from(["", "team=red", "team!=red", "team", "!team", "team in (red,blue)"]))
 def test_list_plus_watch_events_rebuild_the_current_list(sequence: list[Any], selector_text: str) -> None:
     store = Store(ResourceTable())
-    selector = parse_label_selector(selector_text)
+    selector = parse_selector(selector_text)
     spec = WatchSpec(CM, "default", selector)
     checkpoints = []
     for op in sequence:

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from shardsync.endpoint import Endpoint
+from shardsync.selectors import SelectorError
 from shardsync.sources.filters import DomainFilter, ObjectFilter, RecordTypeFilter, filter_endpoints
-from shardsync.sources.selectors import SelectorError
 
 from .objects import ALPHA, GA, service
 

@@ -20,17 +20,12 @@ from shardsync.local.apiserver.errors import (
     path_not_found,
     unsupported_media_type,
 )
+from shardsync.local.apiserver.field_selectors import FieldSelector, parse_field_selector
 from shardsync.local.apiserver.patch import CONTENT_TYPES, PatchError, apply_patch
 from shardsync.local.apiserver.resources import Resource
-from shardsync.local.apiserver.selectors import (
-    FieldSelector,
-    LabelSelector,
-    SelectorError,
-    parse_field_selector,
-    parse_label_selector,
-)
 from shardsync.local.apiserver.store import Obj, Store
 from shardsync.local.apiserver.watch import WatchSpec
+from shardsync.selectors import Selector, SelectorError, parse_selector
 
 JSON = "application/json"
 _BODY_TYPES = [JSON, "application/yaml"]
@@ -116,9 +111,9 @@ def _int(req: Request, name: str) -> int | None:
         raise bad_request(f"invalid {name}: {raw!r}") from exc
 
 
-def _selectors(req: Request, res: Resource, name: str | None = None) -> tuple[LabelSelector, FieldSelector]:
+def _selectors(req: Request, res: Resource, name: str | None = None) -> tuple[Selector, FieldSelector]:
     try:
-        labels = parse_label_selector(req.query.get("labelSelector", ""))
+        labels = parse_selector(req.query.get("labelSelector", ""))
         fields = parse_field_selector(req.query.get("fieldSelector", ""), res.fields)
     except SelectorError as exc:
         raise bad_request(str(exc)) from exc

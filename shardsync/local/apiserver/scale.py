@@ -8,7 +8,7 @@ from typing import Any
 from shardsync.local.apiserver.errors import bad_request
 from shardsync.local.apiserver.meta import metadata
 from shardsync.local.apiserver.resources import ScaleSpec
-from shardsync.local.apiserver.selectors import format_label_selector
+from shardsync.selectors import format_label_selector
 
 
 def _path(path: str) -> list[str]:

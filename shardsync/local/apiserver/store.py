@@ -30,8 +30,9 @@ from shardsync.local.apiserver.errors import (
     forbidden,
     not_found,
 )
+from shardsync.local.apiserver.field_selectors import FieldSelector, field_values
 from shardsync.local.apiserver.resources import CRD_KEY, NAMESPACE_KEY, Resource, ResourceTable
-from shardsync.local.apiserver.selectors import FieldSelector, LabelSelector, field_values
+from shardsync.selectors import Selector
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
@@ -118,7 +119,7 @@ class Store:
         self,
         res: Resource,
         namespace: str | None,
-        labels: LabelSelector | None = None,
+        labels: Selector | None = None,
         fields: FieldSelector | None = None,
         limit: int = 0,
         continue_token: str = "",
@@ -140,14 +141,14 @@ class Store:
         if limit <= 0 or len(matched) <= limit:
             return ListResult(matched, rv)
         page = matched[:limit]
-        filtered = bool((labels and not labels.empty) or (fields and fields.requirements))
+        filtered = bool((labels and not labels.empty()) or (fields and fields.requirements))
         return ListResult(
             page, rv, _encode_continue(rv, _key_of(page[-1])), None if filtered else len(matched) - limit
         )
 
     @staticmethod
-    def matches(obj: Obj, labels: LabelSelector | None, fields: FieldSelector | None) -> bool:
-        if labels is not None and not labels.matches(m.metadata(obj).get("labels")):
+    def matches(obj: Obj, labels: Selector | None, fields: FieldSelector | None) -> bool:
+        if labels is not None and not labels.matches(m.metadata(obj).get("labels") or {}):
             return False
         return fields is None or fields.matches(field_values(obj, fields.fields))
 
@@ -267,7 +268,7 @@ class Store:
         self,
         res: Resource,
         namespace: str | None,
-        labels: LabelSelector | None,
+        labels: Selector | None,
         fields: FieldSelector | None,
         dry_run: bool = False,
     ) -> builtins.list[Obj]:
@@ -379,7 +380,7 @@ class Store:
             return [self._events[i] for i in range(start, len(self._events))], self._rv
 
     def snapshot_list(
-        self, res: Resource, namespace: str | None, labels: LabelSelector | None, fields: FieldSelector | None
+        self, res: Resource, namespace: str | None, labels: Selector | None, fields: FieldSelector | None
     ) -> tuple[builtins.list[Obj], int]:
         with self._lock:
             result = self.list(res, namespace, labels, fields)

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardsync.local.apiserver.errors import expired
+from shardsync.local.apiserver.field_selectors import FieldSelector
 from shardsync.local.apiserver.meta import in_version, with_resource_version
 from shardsync.local.apiserver.resources import Resource
-from shardsync.local.apiserver.selectors import FieldSelector, LabelSelector
 from shardsync.local.apiserver.store import Event, Expired, Store
+from shardsync.selectors import Selector
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
@@ -22,7 +23,7 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 class WatchSpec:
     resource: Resource
     namespace: str | None
-    labels: LabelSelector = field(default_factory=LabelSelector)
+    labels: Selector = field(default_factory=Selector)
     fields: FieldSelector = field(default_factory=FieldSelector)
     # None: start with synthetic ADDED events for what exists now ("" or "0" in the request).
     since: int | None = None

@@ -1,11 +1,17 @@
-"""Kubernetes label selectors (`app=web,tier in (a,b),!legacy`), parsed and matched as the API server does.
+"""Kubernetes label selectors (`app=web,tier in (a,b),!legacy`): parsed and matched as the API server does.
+
+One implementation serves both places that need one: the sources (external-dns's `--label-filter` and
+`--annotation-filter`, and a Service's spec.selector matched against its Pods) and the embedded API server
+(the `labelSelector=` parameter of lists and watches, and a Scale's status.selector, rendered from a
+metav1.LabelSelector object by `format_label_selector`).
 
 The grammar, the key and value validation and the matching follow k8s.io/apimachinery/pkg/labels
-(`labels.Parse`), which external-dns uses for `--label-filter`. `--annotation-filter` goes through
-`metav1.ParseToLabelSelector` instead, which refuses `<` and `>` and keeps only the last `key=value` of a
-repeated key: `parse_selector(text, for_annotations=True)` does the same. No maintained Python package
-parses this syntax (the kubernetes client only forwards selector strings to the API server), hence this
-module.
+(`labels.Parse`, what both `--label-filter` and the API server's `labelSelector` go through); a clause
+that does not parse is reported with the API server's `unable to parse requirement: ...` prefix.
+`--annotation-filter` goes through `metav1.ParseToLabelSelector` instead, which refuses `<` and `>` and
+keeps only the last `key=value` of a repeated key: `parse_selector(text, for_annotations=True)` does the
+same. No maintained Python package parses this syntax (the kubernetes client only forwards selector
+strings to the API server), hence this module.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class SelectorError(ValueError):
@@ -186,7 +193,10 @@ class _Parser:
                 return requirements
             if kind not in (_ID, "!"):
                 raise SelectorError(f"found {lit!r}, expected: !, identifier, or 'end of string'")
-            requirements.append(self.requirement())
+            try:
+                requirements.append(self.requirement())
+            except SelectorError as exc:
+                raise SelectorError(f"unable to parse requirement: {exc}") from None
             kind, lit = self.take()
             if kind == _EOS:
                 return requirements
@@ -314,3 +324,24 @@ def selector_from_labels(labels: Mapping[str, str] | Iterable[tuple[str, str]]) 
     """The equality selector of a map such as a Service's spec.selector (no validation, as the API has)."""
     items = labels.items() if isinstance(labels, Mapping) else labels
     return Selector(tuple(Requirement(k, Op.EQUALS, frozenset([v])) for k, v in sorted(items)))
+
+
+def format_label_selector(selector: Mapping[str, Any] | None) -> str:
+    """Selector text for a metav1.LabelSelector object (matchLabels, then matchExpressions in their order).
+
+    What a Scale's status.selector shows for an object whose spec.selector is such an object.
+    """
+    if not selector:
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(sorted(values))})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
