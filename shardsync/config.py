@@ -204,6 +204,7 @@ def configure(parser: argparse.ArgumentParser, env: Mapping[str, str] | None = N
         raw = _env_value(flag, env)
         shown = format_duration(default) if flag.kind is _duration else default
         help_text = f"{flag.help} (default: {shown!r})" if default not in ("", ()) else flag.help
+        help_text = help_text.replace("%", "%%")  # argparse formats help with %: `%{record_type}` is text
         if flag.switch:
             parser.add_argument(
                 flag.option,
