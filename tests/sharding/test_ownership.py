@@ -15,8 +15,9 @@ from prometheus_client import REGISTRY
 
 from shardsync.kube import KubeError
 from shardsync.local.apiserver import ApiServer
+from shardsync.providers.base import FenceToken
 from shardsync.providers.fake import FakeStore, overlapping_writes
-from shardsync.sharding.assignment import CONFIGMAP_KEY, Assignment, configmap_name
+from shardsync.sharding.assignment import CONFIGMAP_KEY, Assignment, Member, configmap_name
 from shardsync.sharding.membership import member_lease_name
 from tests.sharding.cluster import (
     INSTANCE,
@@ -328,6 +329,42 @@ async def test_a_restarting_replica_that_does_not_come_back_loses_its_zones_afte
         await wait_for(c.settled, 4 * LEASE, f"zones moved after the grace: {describe(c)}")
         assert set(c.owners().values()) == {"shard-0", "shard-1"}
         assert_safe(c)
+
+
+async def test_a_write_refused_by_the_fence_drops_the_zone_until_a_newer_generation(
+    apiserver: ApiServer,
+) -> None:
+    async with cluster(apiserver, zones=30) as c:
+        await start(c, "r0", "r1")
+        first = c.sharded()[0].view
+        assert first is not None
+        await start(c, "r2")
+        view = c.sharded()[0].view
+        assert view is not None and view.generation == first.generation + 1
+        grown = view.with_members((*view.members, Member("r3", 1)))
+        # A zone its owner has held since the first generation (its fence is that old) and keeps with r3.
+        zone = next(z for z in c.zones if first.owner_of(z) == view.owner_of(z) == grown.owner_of(z))
+        owner = c.nodes[str(view.owner_of(zone))]
+        assert c.store.fence_of(zone) == FenceToken(first.generation, owner.identity)
+        # Someone with a newer token takes the fence: the owner's next write must be refused, and the
+        # owner must let the zone go rather than retry it under the same generation.
+        c.store.acquire_fence(zone, FenceToken(view.generation, "intruder"), writer="intruder")
+        c.set_record(zone, "10.253.0.1")
+        await wait_for(lambda: zone not in owner.worker.status, 5, "zone dropped")
+        assert owner.sharded.dropped == {zone: view.generation}
+        rows = {r["zone"]: r for r in owner.sharded.snapshot(owner)["zones"]}
+        assert rows[zone]["state"] == "pending" and rows[zone]["owner"] == owner.identity
+        await anyio.sleep(0.5)
+        assert zone not in owner.worker.status  # not retried under the same generation
+        # A newer generation that still gives it the zone: it takes a newer fence and writes again.
+        await c.add("r3")
+        await wait_for(lambda: zone in owner.worker.status, 10, "zone taken back")
+        await wait_for(
+            lambda: c.store.fence_of(zone) == FenceToken(view.generation + 1, owner.identity), 5, "new fence"
+        )
+        refused = [e for e in c.store.audit() if e.outcome == "fenced"]
+        assert {(e.zone, e.writer) for e in refused} == {(zone, owner.identity)}
+        assert not overlapping_writes(c.store.audit())
 
 
 def statefulset(name: str, replicas: int) -> dict[str, object]:

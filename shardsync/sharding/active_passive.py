@@ -1,0 +1,147 @@
+"""`--sharding=off`: active/passive ownership, external-dns's leader-election model. Only the elected
+coordinator reconciles, and it reconciles every zone; the others stand by.
+
+The coordinator fences its writes with FenceToken(generation = the coordinator lease's leaseTransitions,
+identity): every takeover raises leaseTransitions, so a deposed leader's late write is refused by the
+provider. A zone whose fence refuses us is dropped until leadership changes hands again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from shardsync.config import Settings
+from shardsync.kube import Kube
+from shardsync.logs import get_logger
+from shardsync.providers.base import FenceToken
+from shardsync.sharding import shards_view
+from shardsync.sharding.clock import Clock, SystemClock, wall_at
+from shardsync.sharding.coordinator_loop import Candidate
+from shardsync.sharding.host import Host
+from shardsync.sharding.notify import Notifier
+from shardsync.sharding.ownership import GENERATION
+from shardsync.sharding.timings import Timings
+
+log = get_logger(__name__)
+
+
+class ActivePassiveOwnership:
+    """Implements shardsync.replica's `Ownership` protocol for `--sharding=off`."""
+
+    def __init__(
+        self, settings: Settings, kube: Kube, *, timings: Timings | None = None, clock: Clock | None = None
+    ) -> None:
+        self.identity = settings.identity
+        self.weight = settings.weight
+        self.timings = timings if timings is not None else Timings.from_settings(settings)
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.candidate = Candidate(
+            kube, settings.lease_namespace, settings.instance, self.identity, self.timings, self.clock
+        )
+        self.token: FenceToken | None = None  # while we lead
+        self.dropped: set[str] = set()
+        self._stopping = False
+        self._wake = Notifier()
+        self.candidate.changed.forward_to(self._wake)
+        self._scope: anyio.CancelScope | None = None
+
+    def may_write(self) -> bool:
+        return not self._stopping and self.candidate.is_leader()
+
+    def ready(self) -> tuple[bool, str]:
+        if self.candidate.rounds == 0:
+            return False, "coordinator lease not read yet"
+        return True, ""
+
+    def on_fenced(self, zone: str, token: FenceToken | None) -> None:
+        self.dropped.add(zone)
+        log.warning(
+            "zone dropped after a refused write",
+            zone=zone,
+            generation=token.generation if token else "",
+        )
+        self._wake.notify()
+
+    async def run(self, host: Host) -> None:
+        async with anyio.create_task_group() as tg:
+            self._scope = tg.cancel_scope
+            tg.start_soon(self.candidate.run)
+            tg.start_soon(self._follow_zones, host)
+            tg.start_soon(self._loop, host)
+
+    async def _follow_zones(self, host: Host) -> None:
+        while True:
+            await host.zones_changed.wait()
+            self._wake.notify()
+
+    async def _loop(self, host: Host) -> None:
+        while True:
+            ticket = self._wake.ticket()
+            await self._pass(host)
+            await self._wake.wait(ticket, self.timings.renew_interval)
+
+    async def _pass(self, host: Host) -> None:
+        worker = host.worker
+        if self.may_write():
+            token = FenceToken(self.candidate.transitions, self.identity)
+            if token != self.token:
+                self.token = token
+                self.dropped.clear()
+                GENERATION.set(token.generation)
+                log.info("owning every zone as the coordinator", generation=token.generation)
+            zones = set(host.zones) - self.dropped
+            for zone in sorted(set(worker.owned()) - zones):
+                await worker.release(zone)
+            for zone in sorted(zones):
+                worker.own(zone, token)  # a no-op for zones already held with this token
+            return
+        if self.token is not None or worker.owned():
+            log.info("not the coordinator: releasing every zone", zones=len(worker.owned()))
+            self.token = None
+            await self._release_all(host)
+
+    async def _release_all(self, host: Host) -> None:
+        for zone in sorted(host.worker.owned()):
+            await host.worker.release(zone)
+
+    def snapshot(self, host: Host) -> dict[str, Any]:
+        leader = self.candidate.leader
+        zones = sorted(host.zones)
+        generation = self.candidate.transitions
+        members = []
+        if leader:
+            observed_at = self.candidate.election.observed_at
+            members.append(
+                shards_view.member_row(
+                    leader,
+                    "ready",
+                    self.weight if leader == self.identity else 1,
+                    len(zones),
+                    generation,
+                    wall_at(self.clock, observed_at) if observed_at is not None else None,
+                )
+            )
+        if leader != self.identity:
+            members.append(shards_view.member_row(self.identity, "ready", self.weight, 0, None, None))
+        rows = []
+        for zone in zones:
+            status = host.worker.status.get(zone)
+            if not leader:
+                state = "orphaned"
+            elif leader == self.identity:
+                state = "active" if status is not None and self.may_write() else "pending"
+            else:
+                state = "active"
+            rows.append(shards_view.zone_row(zone, leader or None, state, status))
+        return shards_view.snapshot(generation, leader, self.identity, members, rows)
+
+    async def stop(self, host: Host) -> None:
+        self._stopping = True
+        try:
+            await self._release_all(host)
+            await self.candidate.release()
+        finally:
+            if self._scope is not None:
+                self._scope.cancel()

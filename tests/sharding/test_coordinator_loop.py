@@ -1,0 +1,138 @@
+"""Coordinator election and publishing against the embedded API server: one leader among candidates, a
+released lease taken over at once with one more transition, the assignment created and then replaced with
+resourceVersion preconditions, and a coordinator that continues from whatever generation is stored."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from shardsync.kube import Kube, KubeError
+from shardsync.local.apiserver import ApiServer
+from shardsync.sharding.assignment import Assignment, Member, configmap_name
+from shardsync.sharding.assignment_watch import AssignmentWatch
+from shardsync.sharding.coordinator_loop import Candidate, CoordinatorLoop
+from shardsync.sharding.election import coordinator_lease_name
+from shardsync.sharding.member_loop import MemberLoop
+from shardsync.sharding.timings import Timings
+from tests.sharding.cluster import INSTANCE, LEASE, NAMESPACE, RENEW, SETTLE, user_agent, wait_for
+
+pytestmark = pytest.mark.anyio
+
+TIMINGS = Timings.derive(LEASE, RENEW, SETTLE)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def kubes(apiserver: ApiServer, *identities: str) -> AsyncIterator[list[Kube]]:
+    clients = [Kube(apiserver.api_client(user_agent=user_agent(i))) for i in identities]
+    try:
+        yield clients
+    finally:
+        for kube in clients:
+            kube.api_client.close()  # type: ignore[no-untyped-call]
+
+
+async def read(kube: Kube, fn: Any, name: str) -> dict[str, Any]:
+    return await kube.call(fn, name, NAMESPACE)
+
+
+async def stored(admin: Kube) -> Assignment:
+    body = await read(admin, admin.core.read_namespaced_config_map, configmap_name(INSTANCE))
+    return Assignment.from_configmap_data(body["data"])
+
+
+async def stored_with(admin: Kube, members: set[str], within: float = 5.0) -> Assignment:
+    """The stored assignment once it lists exactly `members` (bounded)."""
+    with anyio.fail_after(within):
+        while True:
+            try:
+                current = await stored(admin)
+            except KubeError as exc:
+                if not exc.not_found:
+                    raise
+            else:
+                if {m.identity for m in current.members} == members:
+                    return current
+            await anyio.sleep(0.05)
+
+
+async def test_one_leader_and_a_released_lease_is_taken_over_at_once(apiserver: ApiServer) -> None:
+    ids = ("c0", "c1", "c2")
+    async with kubes(apiserver, *ids, "admin") as clients, anyio.create_task_group() as tg:
+        candidates = [
+            Candidate(k, NAMESPACE, INSTANCE, i, TIMINGS) for k, i in zip(clients, ids, strict=False)
+        ]
+        for candidate in candidates:
+            tg.start_soon(candidate.run)
+
+        def leaders() -> list[str]:
+            return [c.identity for c in candidates if c.is_leader()]
+
+        await wait_for(lambda: len(leaders()) == 1 and all(c.leader for c in candidates), 5, "one leader")
+        leader = leaders()[0]
+        await anyio.sleep(3 * RENEW)
+        assert leaders() == [leader] and {c.leader for c in candidates} == {leader}
+        lease = await read(
+            clients[-1], clients[-1].coordination.read_namespaced_lease, coordinator_lease_name(INSTANCE)
+        )
+        assert lease["spec"]["holderIdentity"] == leader and lease["spec"]["leaseTransitions"] == 0
+        assert lease["metadata"]["labels"]["app.kubernetes.io/instance"] == INSTANCE
+
+        first = next(c for c in candidates if c.identity == leader)
+        await first.release()
+        took = await wait_for(
+            lambda: len(leaders()) == 1 and leaders()[0] != leader, 2 * RENEW + 1, "takeover"
+        )
+        assert took < LEASE  # no waiting out the lease: it was handed back
+        lease = await read(
+            clients[-1], clients[-1].coordination.read_namespaced_lease, coordinator_lease_name(INSTANCE)
+        )
+        assert lease["spec"]["leaseTransitions"] == 1
+        tg.cancel_scope.cancel()
+
+
+async def test_the_coordinator_publishes_and_continues_from_the_stored_generation(
+    apiserver: ApiServer,
+) -> None:
+    async with kubes(apiserver, "p0", "p1", "p2", "admin") as clients, AsyncExitStack() as stack:
+        admin = clients[-1]
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)
+
+        def start(index: int) -> CoordinatorLoop:
+            identity = f"p{index}"
+            members = MemberLoop(clients[index], NAMESPACE, INSTANCE, identity, TIMINGS)
+            watch = AssignmentWatch(clients[index], NAMESPACE, INSTANCE, TIMINGS)
+            loop = CoordinatorLoop(clients[index], NAMESPACE, INSTANCE, identity, TIMINGS, members, watch)
+            for task in (members.run, watch.run, loop.run):
+                tg.start_soon(task)
+            return loop
+
+        loops = [start(0), start(1)]
+        await wait_for(lambda: sum(loop.is_leader() for loop in loops) == 1, 5, "a coordinator")
+        first = await stored_with(admin, {"p0", "p1"})
+        assert first.generation == 1 and first.coordinator in ("p0", "p1")
+        body = await read(admin, admin.core.read_namespaced_config_map, configmap_name(INSTANCE))
+        assert body["metadata"]["labels"]["app.kubernetes.io/name"] == "shardsync"
+
+        # An operator pins a zone and writes generation 10 by hand; the coordinator builds on it.
+        pinned = Assignment(10, first.members, first.ring, {"pinned.example": "p1"}, "", "operator")
+        body["data"] = pinned.to_configmap_data()
+        await admin.call(admin.core.replace_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE, body)
+        await anyio.sleep(5 * RENEW)
+        assert (await stored(admin)).generation == 10  # the membership did not change: nothing published
+
+        loops.append(start(2))
+        after = await stored_with(admin, {"p0", "p1", "p2"})
+        assert after.generation == 11
+        assert dict(after.pins) == {"pinned.example": "p1"}
+        assert after.members == (Member("p0"), Member("p1"), Member("p2"))

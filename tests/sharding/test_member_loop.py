@@ -1,0 +1,172 @@
+"""The member lease loop against the embedded API server: create and renew with labels and annotations,
+survive a concurrent edit (409), self-fence when cut off and count the failures, mark its view current from
+the echo of its own renewals, and leave by deleting the lease."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from prometheus_client import REGISTRY
+
+from shardsync.kube import Kube, KubeError
+from shardsync.local.apiserver import ApiServer
+from shardsync.sharding.member_loop import MemberLoop
+from shardsync.sharding.membership import MemberState, member_lease_name
+from shardsync.sharding.timings import Timings
+from tests.sharding.cluster import INSTANCE, LEASE, NAMESPACE, RENEW, user_agent, wait_for
+
+pytestmark = pytest.mark.anyio
+
+TIMINGS = Timings.derive(LEASE, RENEW)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def running(*tasks: Callable[[], Coroutine[Any, Any, Any]]) -> AsyncIterator[None]:
+    async with anyio.create_task_group() as tg:
+        for task in tasks:
+            tg.start_soon(task)
+        try:
+            yield
+        finally:
+            tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def members(apiserver: ApiServer, *identities: str, weight: int = 1) -> AsyncIterator[list[MemberLoop]]:
+    kubes = [Kube(apiserver.api_client(user_agent=user_agent(i))) for i in identities]
+    loops = [
+        MemberLoop(k, NAMESPACE, INSTANCE, i, TIMINGS, weight=weight)
+        for k, i in zip(kubes, identities, strict=True)
+    ]
+    try:
+        async with running(*(loop.run for loop in loops)):
+            yield loops
+    finally:
+        for kube in kubes:
+            kube.api_client.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def admin(apiserver: ApiServer) -> Any:
+    kube = Kube(apiserver.api_client(user_agent="test-admin"))
+    yield kube
+    kube.api_client.close()  # type: ignore[no-untyped-call]
+
+
+async def read_lease(admin: Kube, identity: str) -> dict[str, Any]:
+    return await admin.call(
+        admin.coordination.read_namespaced_lease, member_lease_name(INSTANCE, identity), NAMESPACE
+    )
+
+
+def renew_failures() -> float:
+    return REGISTRY.get_sample_value("shardsync_lease_renew_failures_total", {"lease": "member"}) or 0.0
+
+
+async def test_the_lease_is_created_renewed_and_carries_labels_and_annotations(
+    apiserver: ApiServer, admin: Kube
+) -> None:
+    async with members(apiserver, "m0", weight=3) as (loop,):
+        loop.acknowledge(7)
+        await wait_for(lambda: loop.last_renewed is not None, 5, "first write")
+        lease = await read_lease(admin, "m0")
+        assert lease["metadata"]["labels"] == {
+            "app.kubernetes.io/name": "shardsync",
+            "app.kubernetes.io/instance": INSTANCE,
+        }
+        assert lease["metadata"]["annotations"] == {
+            "shardsync.io/weight": "3",
+            "shardsync.io/observed-generation": "7",
+        }
+        assert lease["spec"]["holderIdentity"] == "m0"
+        assert lease["spec"]["leaseDurationSeconds"] == LEASE
+        assert loop.may_write() and loop.fence_epoch == 1
+        first = lease["spec"]["renewTime"]
+        await anyio.sleep(RENEW * 2.5)
+        lease = await read_lease(admin, "m0")
+        assert lease["spec"]["renewTime"] != first
+        assert lease["spec"]["acquireTime"] != lease["spec"]["renewTime"]  # acquired once, renewed since
+        assert loop.fence_epoch == 1  # never lapsed
+
+        loop.set_draining()
+        assert await loop.flush(2.0)
+        lease = await read_lease(admin, "m0")
+        assert lease["metadata"]["annotations"]["shardsync.io/draining"] == "true"
+
+
+async def test_a_concurrent_edit_is_reread_and_kept(apiserver: ApiServer, admin: Kube) -> None:
+    async with members(apiserver, "m0") as (loop,):
+        await wait_for(lambda: loop.last_renewed is not None, 5, "first write")
+        failures = renew_failures()
+        lease = await read_lease(admin, "m0")
+        lease["metadata"]["annotations"]["example.com/owner-team"] = "dns"
+        await admin.call(
+            admin.coordination.replace_namespaced_lease, member_lease_name(INSTANCE, "m0"), NAMESPACE, lease
+        )
+        renewed = loop.last_renewed
+        await wait_for(lambda: loop.last_renewed != renewed, 2, "a renewal after the edit")
+        await wait_for(lambda: loop.last_renewed != renewed, 2, "the next renewal")
+        lease = await read_lease(admin, "m0")
+        assert lease["metadata"]["annotations"]["example.com/owner-team"] == "dns"
+        assert renew_failures() == failures  # the 409 was re-read and retried at once, not a failure
+        assert loop.may_write()
+
+
+async def test_peers_are_tracked_and_the_view_is_current_from_our_own_echo(apiserver: ApiServer) -> None:
+    async with members(apiserver, "m0", "m1") as (m0, m1):
+        await wait_for(lambda: set(m0.statuses()) == {"m0", "m1"}, 5, "both seen")
+        synced = m0.tracker.synced_at
+        assert synced is not None
+        await wait_for(lambda: (m0.tracker.synced_at or 0) > synced, 2, "the echo of a renewal")
+        assert m0.statuses()["m1"].state is MemberState.READY
+        # m1 leaves: deleted, so m0 forgets it at once (it released everything first).
+        assert await m1.leave()
+        await wait_for(lambda: set(m0.statuses()) == {"m0"}, 2, "m1 forgotten")
+        with pytest.raises(KubeError) as err:
+            await m1.kube.call(
+                m1.kube.coordination.read_namespaced_lease, member_lease_name(INSTANCE, "m1"), NAMESPACE
+            )
+        assert err.value.not_found
+
+
+async def test_cut_off_it_stops_writing_before_peers_deem_it_expired_and_rereads_when_back(
+    apiserver: ApiServer,
+) -> None:
+    async with members(apiserver, "m0", "m1") as (m0, m1):
+        await wait_for(lambda: set(m1.statuses()) == {"m0", "m1"} and m0.may_write(), 5, "both live")
+        failures = renew_failures()
+        apiserver.faults.refuse(user_agent="(m0)")
+        await wait_for(lambda: not m0.may_write(), LEASE, "self-fence")
+        fenced_at = m0.clock.monotonic()
+        # At that moment no peer has judged m0 expired yet: that takes at least the fence margin more.
+        assert m1.statuses()["m0"].state is MemberState.READY
+        await wait_for(lambda: m1.statuses()["m0"].state is MemberState.EXPIRED, LEASE, "expired for m1")
+        assert m1.clock.monotonic() - fenced_at >= TIMINGS.fence_margin * 0.9
+        assert renew_failures() > failures
+        epoch = m0.fence_epoch
+        apiserver.faults.allow(user_agent="(m0)")
+        await wait_for(m0.may_write, 5, "renewed again")
+        assert m0.fence_epoch == epoch + 1  # whoever read under the old epoch must read again
+        await wait_for(lambda: m1.statuses()["m0"].state is MemberState.READY, 5, "live again for m1")
+
+
+async def test_close_stops_renewing_and_keeps_the_lease(apiserver: ApiServer, admin: Kube) -> None:
+    async with members(apiserver, "m0") as (loop,):
+        await wait_for(lambda: loop.last_renewed is not None, 5, "first write")
+        loop.set_restarting()
+        assert await loop.flush(2.0)
+        await loop.close()
+        stamp = (await read_lease(admin, "m0"))["spec"]["renewTime"]
+        await anyio.sleep(RENEW * 2.5)
+        lease = await read_lease(admin, "m0")
+        assert lease["spec"]["renewTime"] == stamp
+        assert lease["metadata"]["annotations"]["shardsync.io/restarting"] == "true"
