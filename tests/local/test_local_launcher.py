@@ -132,6 +132,29 @@ def owned_zone(admin: FakeAdmin, zone: str) -> bool:
     return f"web.{zone}" in names and f"app-0.{zone}" in names and len(owned_txt) >= 2
 
 
+def views_agree(local: Local, run: dict[str, Any]) -> bool:
+    """Every running replica and the cluster objects give every zone the same single owner."""
+    urls = local.run_file()["statusUrls"]
+    cluster = local.shardsync(
+        "shards", "--kubeconfig", run["kubeconfig"], "--fake-provider-url", run["fakeProvider"], "-o", "json"
+    )
+    assert cluster.returncode == 0, cluster.stderr
+    expected = orjson.loads(cluster.stdout)
+    owners = {z["zone"]: z["owner"] for z in expected["zones"]}
+    if set(owners.values()) != set(urls) or any(z["state"] != "active" for z in expected["zones"]):
+        return False
+    for url in urls.values():
+        replica = local.shardsync("shards", "--url", url, "-o", "json")
+        if replica.returncode != 0:
+            return False
+        doc = orjson.loads(replica.stdout)
+        if doc["generation"] != expected["generation"]:
+            return False
+        if {z["zone"]: z["owner"] for z in doc["zones"]} != owners:
+            return False
+    return True
+
+
 def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: Any) -> None:
     started = time.monotonic()
     local = local_factory(
@@ -141,7 +164,7 @@ def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: A
         "--desired-per-zone=1",
         f"--owner-id={OWNER}",
         "--latency=5ms",
-        "--duration=20s",
+        "--duration=30s",
         "--every=2s",
         "--termination-grace=10s",
         *FAST,
@@ -163,16 +186,6 @@ def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: A
         scaled = local.shardsync("local", "scale", "3")
         assert scaled.returncode == 0 and "scaled to 3 replicas" in scaled.stdout, scaled.stderr
         eventually_sync(lambda: "shardsync-2" in local.run_file().get("statusUrls", {}), within=10)
-        sts = local.shardsync(
-            "shards",
-            "--kubeconfig",
-            run["kubeconfig"],
-            "-o",
-            "json",
-            "--fake-provider-url",
-            run["fakeProvider"],
-        )
-        assert sts.returncode == 0, sts.stderr
         from kubernetes import client as k8s
 
         from shardsync.local.apiserver.client import api_client
@@ -182,13 +195,24 @@ def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: A
         bad = local.shardsync("local", "scale", "99")
         assert bad.returncode == 1 and "between 0 and" in bad.stderr
 
+        if view["generation"] > 0:  # sharded replicas (the default): the cluster's view agrees with theirs
+            eventually_sync(lambda: all(owned_zone(admin, z) for z in zones), within=30, poll=0.5)
+            eventually_sync(lambda: views_agree(local, run), within=20, poll=0.5)
+
+        # scale back down: the StatefulSet first, then SIGTERM to the highest ordinal, which exits by itself
+        scaled = local.shardsync("local", "scale", "2")
+        assert scaled.returncode == 0, scaled.stderr
+        eventually_sync(lambda: "shardsync-2 stopped (exit 0)" in local.output(), within=30, poll=0.5)
+        assert apps.read_namespaced_stateful_set("shardsync", "default").spec.replicas == 2
+
     assert local.proc.wait(timeout=90) == 0, local.output()[-3000:]
     took = time.monotonic() - started
-    assert took < 60
+    assert took < 75
     out = local.output()
     assert "zones synced 6/6" in out and "stopped: " in out and f"logs: {local.run_dir}" in out
     pids = local.run_file()["pids"]
     assert len(pids) == 5  # api server, provider, three replicas
+    assert "shardsync-0 pid" in out and "exit 0" in out
     assert not [pid for pid in pids if alive(pid)]
     assert not (local.run_dir / "control").exists()
     # the scale command now finds no launcher
