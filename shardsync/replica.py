@@ -28,6 +28,9 @@ from shardsync.providers.base import Provider, ProviderError
 from shardsync.providers.factory import build_provider
 from shardsync.registry import TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
+from shardsync.sharding import shards_view
+from shardsync.sharding.active_passive import ActivePassiveOwnership
+from shardsync.sharding.ownership import ShardedOwnership
 from shardsync.sources.filters import DomainFilter
 from shardsync.sources.watcher import SourceWatcher
 from shardsync.worker import Worker, WorkerOptions
@@ -184,21 +187,13 @@ class Replica:
         return self.ownership.ready()
 
     def zone_rows(self, owner_of: Callable[[str], str | None]) -> list[dict[str, Any]]:
+        """/shards rows of every known zone (the row format is shards_view's, shared by every ownership)."""
         rows = []
         for zone in sorted(self.zones):
             status = self.worker.status.get(zone)
             owner = owner_of(zone)
-            rows.append(
-                {
-                    "zone": zone,
-                    "owner": owner,
-                    "state": "active" if status is not None else ("orphaned" if owner is None else "active"),
-                    "lastSync": rfc3339(status.last_sync) if status else None,
-                    "lastSyncSeconds": round(status.last_sync_seconds, 6) if status else None,
-                    "records": status.records if status else None,
-                    "lastError": status.last_error if status else "",
-                }
-            )
+            state = "orphaned" if status is None and owner is None else "active"
+            rows.append(shards_view.zone_row(zone, owner, state, status))
         return rows
 
     def shards(self) -> dict[str, Any]:
@@ -280,5 +275,15 @@ def main(args: argparse.Namespace) -> int:
         return 2
     logs.setup(settings.identity, settings.log_level)
     kube = Kube.connect(settings.kubeconfig, settings.identity)
-    replica = Replica(settings, kube, build_provider(settings), SoleOwner())
+    ownership: Ownership
+    if settings.once:
+        ownership = SoleOwner()
+    elif settings.sharding:
+        ownership = ShardedOwnership(settings, kube)
+    else:
+        ownership = ActivePassiveOwnership(settings, kube)
+    replica = Replica(settings, kube, build_provider(settings), ownership)
+    if isinstance(ownership, ShardedOwnership | ActivePassiveOwnership):
+        # A write refused by a zone's fence makes the ownership layer drop the zone (design §2 rule 8).
+        replica.worker._on_fenced = ownership.on_fenced
     return anyio.run(replica.run)

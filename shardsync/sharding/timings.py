@@ -50,7 +50,9 @@ class Timings:
             acquire_margin=0.15 * duration,
             renew_deadline=duration * 2 / 3,
             request_timeout=max(1.0, min(2 * renew_interval, duration / 3)),
-            drain_timeout=float(duration),
+            # Moving zones takes settle + a few API round trips; the rest of the stop (reads, release,
+            # delete) must still fit in the replica's bound of twice the lease duration.
+            drain_timeout=settle + duration / 2,
         )
 
     def publisher_config(self) -> PublisherConfig:

@@ -1,0 +1,23 @@
+"""The timings every sharding loop derives from the flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from shardsync.sharding.timings import Timings
+
+
+def test_timings_from_the_defaults_and_from_short_test_settings() -> None:
+    default = Timings.derive(15, 5.0, 2.0, 30.0)
+    assert default.lease_duration == 15
+    assert (default.fence_margin, default.renew_deadline, default.request_timeout) == (3.0, 10.0, 5.0)
+    assert default.acquire_margin == pytest.approx(2.25)
+    assert default.drain_timeout == 9.5
+    short = Timings.derive(2.5, 0.5, 0.3)
+    assert short.lease_duration == 3  # leases carry whole seconds: rounded up once, used everywhere
+    assert short.renew_interval + short.fence_margin < short.lease_duration
+    # A renew interval close to the lease still leaves room for an ordinary renewal before the fence.
+    tight = Timings.derive(15, 12.0)
+    assert tight.renew_interval < tight.lease_duration - tight.fence_margin
+    with pytest.raises(ValueError):
+        Timings.derive(3, 3.0)
