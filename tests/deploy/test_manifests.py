@@ -7,7 +7,7 @@ import copy
 import re
 from pathlib import Path
 
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from prometheus_client import REGISTRY
 
@@ -196,9 +196,10 @@ def test_bindings_bind_the_pods_service_account(base: list[Obj]) -> None:
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": m.NAMESPACE}]
 
 
-def test_everything_namespaced_is_in_the_controller_namespace(base: list[Obj]) -> None:
+@pytest.mark.parametrize("path", m.KUSTOMIZATIONS, ids=lambda p: str(p.relative_to(m.DEPLOY)))
+def test_everything_namespaced_is_in_the_controller_namespace(path: Path) -> None:
     cluster_scoped = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
-    for obj in base:
+    for obj in m.rendered(path):
         assert obj["metadata"].get("namespace") == (None if obj["kind"] in cluster_scoped else m.NAMESPACE)
 
 
