@@ -85,36 +85,35 @@ def _operator_crds(api: k8s.ApiClient) -> None:
     """Stand-ins for the Prometheus Operator's CRDs (the embedded server does not check schemas)."""
     ext = k8s.ApiextensionsV1Api(api)
     for kind, plural in (("ServiceMonitor", "servicemonitors"), ("PrometheusRule", "prometheusrules")):
-        ext.create_custom_resource_definition(
-            {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.monitoring.coreos.com"},
-                "spec": {
-                    "group": "monitoring.coreos.com",
-                    "scope": "Namespaced",
-                    "names": {
-                        "kind": kind,
-                        "plural": plural,
-                        "singular": kind.lower(),
-                        "listKind": kind + "List",
-                    },
-                    "versions": [
-                        {
-                            "name": "v1",
-                            "served": True,
-                            "storage": True,
-                            "schema": {
-                                "openAPIV3Schema": {
-                                    "type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True,
-                                }
-                            },
-                        }
-                    ],
+        body: Any = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+            "spec": {
+                "group": "monitoring.coreos.com",
+                "scope": "Namespaced",
+                "names": {
+                    "kind": kind,
+                    "plural": plural,
+                    "singular": kind.lower(),
+                    "listKind": kind + "List",
                 },
-            }
-        )
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+        ext.create_custom_resource_definition(body)
 
 
 @pytest.mark.parametrize("path", m.KUSTOMIZATIONS, ids=lambda p: str(p.relative_to(m.DEPLOY)))
@@ -126,12 +125,13 @@ def test_kubectl_apply_creates_every_object(path: Path, apiserver: ApiServer) ->
     out = kubectl("apply", "--validate=false", "-k", str(relative), kubeconfig=apiserver.kubeconfig)
     expected = render(path)
     assert out.count(" created") == len(expected), out
-    dyn = dynamic.DynamicClient(api)
+    dyn = dynamic.DynamicClient(api)  # type: ignore[no-untyped-call]
     for obj in expected:
         meta = obj["metadata"]
         resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
         stored = resource.get(name=meta["name"], namespace=meta.get("namespace")).to_dict()
-        problems = _contains(*_env_sorted([stored, obj]), f"{obj['kind']}/{meta['name']}")
+        stored, wanted = _env_sorted([stored, obj])
+        problems = _contains(stored, wanted, f"{obj['kind']}/{meta['name']}")
         assert not problems, problems
     # Applying again changes nothing that matters (kubectl may re-send a PDB selector it cannot diff).
     again = kubectl("apply", "--validate=false", "-k", str(relative), kubeconfig=apiserver.kubeconfig)
