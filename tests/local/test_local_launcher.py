@@ -223,9 +223,11 @@ def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: A
 def test_local_stops_everything_on_sigterm(local_factory: Any) -> None:
     local = local_factory("--replicas=1", "--zones=2", "--records-per-zone=0", "--every=1s", *FAST)
     local.wait_run_file("statusUrls")
-    eventually_sync(lambda: "REPLICA" in local.output(), within=30, poll=0.2)
+    eventually_sync(lambda: "zones synced 2/2" in local.output(), within=40, poll=0.2)
     pids = local.run_file()["pids"]
     local.proc.send_signal(signal.SIGTERM)
     assert local.proc.wait(timeout=60) == 0, local.output()[-3000:]
-    assert "SIGTERM: stopping" in local.output() and "stopped: " in local.output()
+    out = local.output()
+    assert "SIGTERM: stopping" in out
+    assert f"shardsync-0 pid {pids[2]} exit 0" in out  # the replica stopped by itself, not killed
     assert not [pid for pid in pids if alive(pid)]
