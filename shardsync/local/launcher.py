@@ -200,14 +200,19 @@ class Launcher:
             raise SetupFailed(f"cannot list the fake provider's zones: {exc}") from None
 
     def replica_args(self, slot: _Slot) -> list[str]:
+        return self.replica_command(slot.identity, slot.port)
+
+    def replica_command(self, identity: str, port: int) -> list[str]:
+        """The `shardsync run` arguments of replica `identity` serving status on `port` (the bench starts
+        its replicas with exactly these)."""
         assert self.infra is not None
         return [
             "run",
             "--provider=fake",
             f"--fake-provider-url={self.infra.provider_url}",
             f"--kubeconfig={self.infra.kubeconfig}",
-            f"--identity={slot.identity}",
-            f"--metrics-address=127.0.0.1:{slot.port}",
+            f"--identity={identity}",
+            f"--metrics-address=127.0.0.1:{port}",
             f"--lease-namespace={seed.NAMESPACE}",
             f"--instance={seed.INSTANCE}",
             f"--txt-owner-id={self.o.owner_id}",

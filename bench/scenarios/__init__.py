@@ -1,0 +1,1 @@
+"""The bench's scenarios, one module each; every `run(ctx)` returns the figures of its JSON key."""

@@ -1,0 +1,167 @@
+"""Scenario `scaling`: Z zones x R records converged from empty by N replicas, sharded and `--sharding=off`
+(active/passive), for each N; then the steady-state resync rate.
+
+Per run: the replicas start and settle with no zone in the provider; then every zone appears at once and
+the run is timed until each zone's first write (audit) — `zones_per_second` = Z / that time. Then the
+steady state: every zone is due every 100 ms (`--interval=100ms`, also what keeps zone discovery in step
+across replicas), so each replica is saturated and `steady_reconciles_per_second` is the cluster's read
+capacity. `speedup` = rate(N) / rate(sharded, 1), `efficiency` = speedup / N, `vs_active_passive` =
+rate(sharded N) / rate(active/passive N). CPU use per process is measured over both windows; when the
+machine's cores were nearly all busy, the run is marked `cpu_bound` and the report says so.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bench import observe
+from bench.procstat import CpuMeter, CpuUse, cores
+from bench.scenarios.common import (
+    Context,
+    ScenarioError,
+    Synced,
+    check_records,
+    error_result,
+    rounded,
+    synced_cluster,
+)
+
+INTERVAL = 0.1
+MODES = ("sharded", "active_passive")
+CALLS_PER_ZONE = 3  # fence, read, write
+
+
+def _steady(ctx: Context, synced: Synced) -> tuple[float, dict[str, float], CpuUse]:
+    cluster = synced.cluster
+    live = cluster.live()
+    meter = CpuMeter({**cluster.pids(), **cluster.infra_pids()})
+    before = {r.identity: cluster.reconciles_ok(r) for r in live}
+    meter.start()
+    time.sleep(ctx.profile.scaling_steady_seconds)
+    cpu = meter.stop()
+    after = {r.identity: cluster.reconciles_ok(r) for r in live}
+    per_replica = {i: (after[i] - before[i]) / cpu.seconds for i in before}
+    return sum(per_replica.values()), per_replica, cpu
+
+
+def _one(ctx: Context, mode: str, replicas: int) -> dict[str, Any]:
+    p = ctx.profile
+    name = f"scaling/{mode}-{replicas}"
+    ctx.progress.step(f"{mode}, {replicas} replica(s): {p.scaling_zones} zones x {p.scaling_records} records")
+    with synced_cluster(
+        ctx,
+        name,
+        replicas=replicas,
+        zones=p.scaling_zones,
+        records_per_zone=p.scaling_records,
+        sharded=mode == "sharded",
+        interval=INTERVAL,
+        measure_cpu=True,
+        gate=True,
+    ) as synced:
+        ctx.progress.status(f"{mode}-{replicas}: steady state for {p.scaling_steady_seconds:g}s")
+        steady, steady_per_replica, steady_cpu = _steady(ctx, synced)
+        cluster = synced.cluster
+        sample = observe.poll_once({r.identity: r.url for r in cluster.live()})
+        owners = sample.owner_map()
+        most, mean = observe.load(owners, [r.identity for r in cluster.live()])
+        problems = check_records(cluster, synced.zones, synced.records_per_zone)
+        converge_cpu = synced.cpu
+        assert converge_cpu is not None
+        cpu_bound = converge_cpu.saturated() or steady_cpu.saturated()
+        entry: dict[str, Any] = {
+            "replicas": replicas,
+            "converge_seconds": rounded(synced.converge_seconds),
+            "zones_per_second": rounded(synced.zones_per_second, 2),
+            "ideal_zones_per_second": rounded(_ideal(ctx, mode, replicas), 2),
+            "steady_reconciles_per_second": rounded(steady, 1),
+            "steady_per_replica": {k: rounded(v, 1) for k, v in sorted(steady_per_replica.items())},
+            "zones_per_replica": {
+                k: sum(1 for o in owners.values() if o == k) for k in sorted(steady_per_replica)
+            },
+            "load_max_over_mean": rounded(most / mean if mean else None),
+            "settle_seconds": rounded(synced.settle_seconds, 2),
+            "cpu": {"converge": converge_cpu.to_json(), "steady": steady_cpu.to_json()},
+            "cpu_bound": cpu_bound,
+            "records_checked": problems or "ok",
+        }
+        ctx.progress.step(
+            f"{mode}, {replicas}: converged in {synced.converge_seconds:.2f}s = "
+            f"{synced.zones_per_second:.1f} zones/s; steady {steady:.0f} reconciles/s; CPU "
+            f"{converge_cpu.machine_busy_cores:.2f}/{cores()} cores busy"
+            + (" (CPU-bound)" if cpu_bound else "")
+        )
+        return entry
+
+
+def _ideal(ctx: Context, mode: str, replicas: int) -> float:
+    """What a purely latency-bound provider allows: calls/s per replica over calls per zone."""
+    p = ctx.profile
+    per_replica = p.provider_concurrency / p.latency / CALLS_PER_ZONE
+    return per_replica * (replicas if mode == "sharded" else 1)
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if not isinstance(a, int | float) or not isinstance(b, int | float) or not b:
+        return None
+    return round(a / b, 3)
+
+
+def derive(result: dict[str, Any]) -> None:
+    """Fill speedup, efficiency and vs_active_passive in from the measured rates (in place)."""
+    base = result["sharded"].get("1", {}).get("zones_per_second")
+    steady_base = result["sharded"].get("1", {}).get("steady_reconciles_per_second")
+    for mode in MODES:
+        for key, entry in result[mode].items():
+            if "error" in entry:
+                continue
+            n = int(key)
+            speedup = _ratio(entry["zones_per_second"], base)
+            entry["speedup"] = speedup
+            entry["efficiency"] = None if speedup is None else round(speedup / n, 3)
+            steady_speedup = _ratio(entry["steady_reconciles_per_second"], steady_base)
+            entry["steady_speedup"] = steady_speedup
+            entry["steady_efficiency"] = None if steady_speedup is None else round(steady_speedup / n, 3)
+    for key, entry in result["sharded"].items():
+        if "error" in entry:
+            continue
+        passive = result["active_passive"].get(key, {})
+        entry["vs_active_passive"] = _ratio(entry["zones_per_second"], passive.get("zones_per_second"))
+        entry["steady_vs_active_passive"] = _ratio(
+            entry["steady_reconciles_per_second"], passive.get("steady_reconciles_per_second")
+        )
+    bound = [
+        f"{mode} N={key}" for mode in MODES for key, entry in result[mode].items() if entry.get("cpu_bound")
+    ]
+    result["cpu_bound_runs"] = bound
+    if bound:
+        result["note"] = (
+            f"CPU-bound: the machine's {cores()} cores were at least 85% busy during {', '.join(bound)}; "
+            "there the CPU, not the provider's latency, limited the rate (see cpu.*.per_process_cores)"
+        )
+    else:
+        result["note"] = "latency-bound: the machine's cores had headroom in every run"
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    p = ctx.profile
+    result: dict[str, Any] = {
+        "zones": p.scaling_zones,
+        "records_per_zone": p.scaling_records,
+        "latency_ms": p.latency * 1000,
+        "provider_concurrency": p.provider_concurrency,
+        "worker_concurrency": p.worker_concurrency,
+        "interval_seconds": INTERVAL,
+        "sharded": {},
+        "active_passive": {},
+    }
+    for mode in MODES:
+        for replicas in p.scaling_replicas:
+            try:
+                result[mode][str(replicas)] = _one(ctx, mode, replicas)
+            except ScenarioError as exc:
+                ctx.progress.step(f"{mode}, {replicas}: FAILED: {exc}")
+                result[mode][str(replicas)] = error_result(exc)
+    derive(result)
+    return result
