@@ -267,6 +267,8 @@ class MemberLoop:
         if lapsed:
             # Observers may have deemed us gone meanwhile: whatever we read before is suspect now.
             self.fence_epoch += 1
+            if previous is not None:
+                self._restart_peer_timers(now)
             log.info(
                 "member lease acquired" if previous is None else "member lease renewed after the write fence",
                 lease=self.name,
@@ -276,6 +278,17 @@ class MemberLoop:
         self._lease = lease
         self._written = max(self._written, version)
         self.changed.notify()
+
+    def _restart_peer_timers(self, now: float) -> None:
+        """We could not renew for longer than the write fence: most likely nobody could (an API outage).
+        Peers silent meanwhile had no chance to renew, so each counts as just seen, as client-go treats
+        the leases a new observer finds; otherwise the first replica back would judge every other one
+        expired and move their zones away and back. A peer that really crashed expires one lease later."""
+        for identity in list(self.tracker.statuses(now)):
+            lease = self.tracker.lease(identity)
+            self.tracker.forget(identity)
+            if lease is not None:
+                self.tracker.observe(lease, now)
 
     def _remember_sent(self, renew_time: str | None, sent: float) -> None:
         if renew_time is not None:
