@@ -232,13 +232,16 @@ def test_rfc2136_example_changes_only_the_provider(base: list[Obj], rfc2136: lis
 
 
 def _metric_names() -> set[str]:
-    """Every sample name shardsync exposes (counters as `_total`, histograms as `_bucket/_sum/_count`)."""
+    """Every sample name shardsync exposes (counters as `_total`, histograms as `_bucket/_sum/_count`),
+    and each histogram's own name."""
     names: set[str] = set()
     for family in REGISTRY.collect():
         suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}.get(
             family.type, ("",)
         )
         names.update(family.name + s for s in suffixes)
+        if family.type == "histogram":
+            names.add(family.name)
     return names
 
 
@@ -265,3 +268,14 @@ def test_alerts_use_metrics_the_code_exports(monitoring: list[Obj]) -> None:
             used.update(re.findall(r"\b(?:shardsync|external_dns)_[a-z_]+", alert["expr"]))
     assert used, "no metric found in the alert expressions"
     assert used <= exported, f"alerts name metrics the code does not export: {sorted(used - exported)}"
+
+
+def test_readme_names_only_exported_metrics_and_existing_deploy_paths() -> None:
+    readme = (m.ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"\b(?:shardsync|external_dns)_[a-z_]+[a-z]", readme))
+    assert named, "the README names no metric"
+    assert named <= _metric_names(), (
+        f"README names metrics the code does not export: {sorted(named - _metric_names())}"
+    )
+    paths = set(re.findall(r"(?<![\w/])deploy/[\w./-]*\w", readme))
+    assert {p for p in paths if not (m.ROOT / p).exists()} == set()

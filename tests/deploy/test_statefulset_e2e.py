@@ -229,10 +229,13 @@ def test_three_statefulset_pods_share_the_zones(
     zone = ZONES[0]
     explained = shardsync_cli("shards", *cluster, "--explain", zone)
     assert owner_of[zone] in explained, explained
-    what_if = shardsync_cli(
-        "shards", *cluster, "--fake-provider-url", provider.url, "--what-if-replicas", "4"
-    )
+    plain = shardsync_cli("shards", *cluster)
+    assert all(f"{m.STATEFULSET}-{o}" in plain for o in range(REPLICAS)), plain
+    what_if = shardsync_cli("shards", *cluster, "--what-if-replicas", "4")
     assert "3 -> 4 replicas" in what_if, what_if
+    zones_from = ["--zones-from-url", pods.url(0) + "/shards"]
+    what_if = shardsync_cli("shards", *cluster, *zones_from, "--what-if-replicas", "4")
+    assert f"3 -> 4 replicas, over {len(ZONES)} zones" in what_if, what_if
 
     # Scale down: the StatefulSet first, then the controller's SIGTERM to the highest ordinal, which drains.
     scale(apiserver, 2)
