@@ -389,18 +389,20 @@ class Cluster:
 
     # ---- stopping --------------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Every process this cluster started: replicas first (bounded), then the provider and API server.
-        A second Ctrl-C while stopping is ignored, so it cannot leave processes behind."""
+    def stop(self, graceful: bool = False) -> None:
+        """Every process this cluster started: replicas first, then the provider and API server. Replicas
+        get SIGKILL (the cluster is thrown away and its figures are read already), or with `graceful`
+        SIGTERM and up to 10 s. A second Ctrl-C while stopping is ignored, so it cannot leave processes
+        behind."""
         with _interrupts_ignored():
-            self._stop()
+            self._stop(graceful)
 
-    def _stop(self) -> None:
+    def _stop(self, graceful: bool) -> None:
         try:
-            stop_all(
-                [r.child for r in self.replicas.values() if r.alive()], min(10.0, self.spec.termination_grace)
-            )
-            for child in self.retired:
+            running = [r.child for r in self.replicas.values() if r.alive()]
+            if graceful:
+                stop_all(running, min(10.0, self.spec.termination_grace))
+            for child in [*running, *self.retired]:
                 if child.alive():
                     child.kill()
         finally:

@@ -40,7 +40,7 @@ class Profile:
     handoff_zones: int = 1000
     handoff_records: int = 10
     sample_period: float = 0.25
-    # memory: peak RSS per replica for each N, same zones
+    # memory: peak RSS per replica for each N, same zones (the scaling sizes: its runs are reused)
     memory_replicas: tuple[int, ...] = (1, 2, 4)
     memory_zones: int = 1000
     memory_records: int = 20
@@ -65,7 +65,7 @@ QUICK = Profile(
     settle_delay=0.5,
     scaling_zones=200,
     scaling_records=10,
-    scaling_steady_seconds=2.0,
+    scaling_steady_seconds=1.5,
     event_zones=100,
     event_records=20,
     event_seconds=6.0,
@@ -74,7 +74,7 @@ QUICK = Profile(
     handoff_records=5,
     memory_zones=200,
     memory_records=10,
-    planner_records=100_000,
+    planner_records=50_000,
     planner_repeat=1,
     apiserver_seconds=1.0,
     settle_timeout=30.0,
@@ -99,7 +99,7 @@ SMOKE = Profile(
     handoff_records=2,
     sample_period=0.2,
     memory_replicas=(1,),
-    memory_zones=6,
+    memory_zones=12,
     memory_records=3,
     planner_records=2_000,
     planner_repeat=1,

@@ -34,6 +34,9 @@ class Context:
     run_dir: Path
     progress: Progress
     safety: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Peak RSS (MiB) by process name, of sharded runs that were synced and then resynced for a while, keyed
+    # by (replicas, zones, records per zone): the memory scenario reuses runs it would otherwise repeat.
+    peaks: dict[tuple[int, int, int], dict[str, float | None]] = field(default_factory=dict)
 
     def cluster_dir(self, name: str) -> Path:
         path = self.run_dir / name.replace("/", "-")
@@ -74,7 +77,7 @@ class Synced:
     opened_at: float  # Unix time the zones appeared in the provider
     first_apply: dict[str, AuditEntry]
     converge_seconds: float
-    settle_seconds: float
+    phases: dict[str, float]  # seconds each setup step took: start, seed, ready, settle, converge
     cpu: CpuUse | None = None
 
     @property
@@ -148,21 +151,34 @@ def synced_cluster(
     progress = ctx.progress
     flags = replica_flags(profile, sharded=sharded, interval=interval, extra=extra_flags)
     cluster = Cluster(ctx.cluster_dir(name), cluster_spec(profile, flags))
+    phases: dict[str, float] = {}  # also filled after the yield: the caller's result may hold it
+    mark = time.monotonic()
     try:
         label = name.partition("/")[2] or name
+
+        def phase(what: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            phases[what] = round(now - mark, 3)
+            mark = now
+
         progress.status(f"{label}: starting the API server and the fake provider")
         cluster.start()
+        phase("start")
         names = zone_names(zones)
         progress.status(f"{label}: seeding {zones} Services and DNSEndpoints")
         cluster.seed_objects(names, records_per_zone - 1)
+        phase("seed")
         opened_at = time.time()
         if not gate:
             cluster.open_zones(zones)
         progress.status(f"{label}: starting {replicas} replica(s)")
         cluster.scale(replicas)
         cluster.wait_ready()
+        phase("ready")
         progress.status(f"{label}: waiting for the replicas to settle")
-        settle = cluster.wait_settled(sharded, profile.settle_timeout)
+        cluster.wait_settled(sharded, profile.settle_timeout)
+        phase("settle")
         meter = CpuMeter({**cluster.pids(), **cluster.infra_pids()}) if measure_cpu else None
         if meter is not None:
             meter.start()
@@ -172,7 +188,8 @@ def synced_cluster(
         first = wait_converged(cluster, names, opened_at, profile.converge_timeout, progress)
         cpu = meter.stop() if meter is not None else None
         converge = max(e.end_wall for e in first.values()) - opened_at
-        yield Synced(cluster, names, records_per_zone, opened_at, first, converge, settle, cpu)
+        phase("converge")
+        yield Synced(cluster, names, records_per_zone, opened_at, first, converge, phases, cpu)
     except ClusterError as exc:
         raise ScenarioError(f"{name}: {exc}") from None
     finally:
@@ -182,7 +199,9 @@ def synced_cluster(
         except Exception as exc:  # the safety figures are best effort once the scenario failed
             ctx.progress.step(f"{name}: could not read the audit: {exc}")
         finally:
+            stopping = time.monotonic()
             cluster.stop()
+            phases["stop"] = round(time.monotonic() - stopping, 3)
 
 
 def members_of(cluster: Cluster) -> set[str]:

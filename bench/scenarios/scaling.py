@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from bench import observe
-from bench.procstat import CpuMeter, CpuUse, cores
+from bench.procstat import CpuMeter, CpuUse, cores, peak_rss_mib
 from bench.scenarios.common import (
     Context,
     ScenarioError,
@@ -63,6 +63,11 @@ def _one(ctx: Context, mode: str, replicas: int) -> dict[str, Any]:
         ctx.progress.status(f"{mode}-{replicas}: steady state for {p.scaling_steady_seconds:g}s")
         steady, steady_per_replica, steady_cpu = _steady(ctx, synced)
         cluster = synced.cluster
+        if mode == "sharded":
+            pids = {**cluster.pids(), **cluster.infra_pids()}
+            ctx.peaks[(replicas, p.scaling_zones, p.scaling_records)] = {
+                k: peak_rss_mib(v) for k, v in pids.items()
+            }
         sample = observe.poll_once({r.identity: r.url for r in cluster.live()})
         owners = sample.owner_map()
         most, mean = observe.load(owners, [r.identity for r in cluster.live()])
@@ -81,7 +86,7 @@ def _one(ctx: Context, mode: str, replicas: int) -> dict[str, Any]:
                 k: sum(1 for o in owners.values() if o == k) for k in sorted(steady_per_replica)
             },
             "load_max_over_mean": rounded(most / mean if mean else None),
-            "settle_seconds": rounded(synced.settle_seconds, 2),
+            "setup_seconds": synced.phases,
             "cpu": {"converge": converge_cpu.to_json(), "steady": steady_cpu.to_json()},
             "cpu_bound": cpu_bound,
             "records_checked": problems or "ok",
