@@ -12,7 +12,6 @@ import argparse
 import signal
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import anyio
@@ -24,7 +23,7 @@ from shardsync.desired import DesiredIndex
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
-from shardsync.providers.base import Provider, ProviderError
+from shardsync.providers.base import FenceToken, Provider, ProviderError
 from shardsync.providers.factory import build_provider
 from shardsync.registry import TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
@@ -38,10 +37,6 @@ from shardsync.worker import Worker, WorkerOptions
 log = get_logger(__name__)
 
 
-def rfc3339(ts: float) -> str | None:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if ts else None
-
-
 class Ownership(Protocol):
     """Decides which known zones the worker owns, and when this replica may write at all."""
 
@@ -50,6 +45,14 @@ class Ownership(Protocol):
     def may_write(self) -> bool: ...
 
     def ready(self) -> tuple[bool, str]: ...
+
+    def is_coordinator(self) -> bool:
+        """Whether this replica writes the cluster-wide side effects (DNSEndpoint status, Events)."""
+        ...
+
+    def on_fenced(self, zone: str, token: FenceToken | None) -> None:
+        """A write to `zone` was refused by its fence: stop owning it until the assignment says otherwise."""
+        ...
 
     def snapshot(self, replica: Replica) -> dict[str, Any]: ...
 
@@ -73,6 +76,12 @@ class SoleOwner:
 
     def ready(self) -> tuple[bool, str]:
         return True, ""
+
+    def is_coordinator(self) -> bool:
+        return True
+
+    def on_fenced(self, zone: str, token: FenceToken | None) -> None:
+        return None  # unfenced: its writes carry no token to be refused
 
     def snapshot(self, replica: Replica) -> dict[str, Any]:
         me = replica.settings.identity
@@ -136,6 +145,7 @@ class Replica:
             ),
             events=self.events,
             may_write=ownership.may_write,
+            on_fenced=ownership.on_fenced,
         )
         self.sources = SourceWatcher(
             kube,
@@ -143,7 +153,7 @@ class Replica:
             self.desired,
             on_dirty=self.worker.mark_dirty,
             events=self.events,
-            write_status=lambda: True,
+            write_status=ownership.is_coordinator,
         )
 
     # -- zones the provider serves ---------------------------------------------------------------
@@ -283,7 +293,4 @@ def main(args: argparse.Namespace) -> int:
     else:
         ownership = ActivePassiveOwnership(settings, kube)
     replica = Replica(settings, kube, build_provider(settings), ownership)
-    if isinstance(ownership, ShardedOwnership | ActivePassiveOwnership):
-        # A write refused by a zone's fence makes the ownership layer drop the zone (design §2 rule 8).
-        replica.worker._on_fenced = ownership.on_fenced
     return anyio.run(replica.run)

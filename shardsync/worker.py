@@ -260,7 +260,8 @@ class Worker:
 
     async def _reconcile(self, zone: str, status: ZoneStatus) -> None:
         """One zone, source to provider."""
-        if status.fence is not None and not status.fence_held:
+        # A dry run writes nothing, the fence record included.
+        if status.fence is not None and not status.fence_held and not self.options.dry_run:
             await self.provider.acquire_fence(zone, status.fence)
             status.fence_held = True
             log.info("fence acquired", zone=zone, generation=status.fence.generation)

@@ -55,6 +55,9 @@ class ActivePassiveOwnership:
             return False, "coordinator lease not read yet"
         return True, ""
 
+    def is_coordinator(self) -> bool:
+        return self.candidate.is_leader()
+
     def on_fenced(self, zone: str, token: FenceToken | None) -> None:
         self.dropped.add(zone)
         log.warning(

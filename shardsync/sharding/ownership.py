@@ -133,6 +133,9 @@ class ShardedOwnership:
             tg.start_soon(self._follow_zones, host)
             tg.start_soon(self._shard_loop, host)
 
+    def is_coordinator(self) -> bool:
+        return self.coordinator.candidate.is_leader()
+
     def on_fenced(self, zone: str, token: FenceToken | None) -> None:
         """The worker's callback: the zone's fence refused our write, so someone newer holds it."""
         generation = self.view.generation if self.view is not None else 0

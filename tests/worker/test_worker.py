@@ -169,7 +169,8 @@ async def test_dry_run_writes_nothing() -> None:
     desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
     worker = make(store, desired, dry_run=True)
     async with running(worker):
-        worker.own(ZONE)
+        worker.own(ZONE, FenceToken(generation=1, identity="r0"))
         await eventually(lambda: worker.status[ZONE].syncs >= 1)
     assert names(store) == {}
     assert store.audit() == []
+    assert store.fence_of(ZONE) is None
