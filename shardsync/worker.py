@@ -294,6 +294,9 @@ class Worker:
         counts = _counts(changes)
         if changes.is_empty() or self.options.dry_run:
             return counts
+        if not self._may_write():
+            # The lease may have lapsed while the zone was read and planned: check again right before writing.
+            raise _NotWriting("this replica may not write now (lease not renewed)")
         try:
             # Shielded: once sent, a write completes before a release can count the zone as let go.
             with anyio.CancelScope(shield=True):
