@@ -4,6 +4,7 @@ read from the provider's audit when the cluster is done."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -179,7 +180,8 @@ def synced_cluster(
         progress.status(f"{label}: waiting for the replicas to settle")
         cluster.wait_settled(sharded, profile.settle_timeout)
         phase("settle")
-        meter = CpuMeter({**cluster.pids(), **cluster.infra_pids()}) if measure_cpu else None
+        pids = {**cluster.pids(), **cluster.infra_pids(), "bench": os.getpid()}
+        meter = CpuMeter(pids) if measure_cpu else None
         if meter is not None:
             meter.start()
         if gate:

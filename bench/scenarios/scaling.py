@@ -12,6 +12,7 @@ machine's cores were nearly all busy, the run is marked `cpu_bound` and the repo
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ from bench.scenarios.common import (
     rounded,
     synced_cluster,
 )
+from shardsync.local import seed
+from shardsync.providers.fake import AuditEntry
 
 INTERVAL = 0.1
 MODES = ("sharded", "active_passive")
@@ -35,7 +38,7 @@ CALLS_PER_ZONE = 3  # fence, read, write
 def _steady(ctx: Context, synced: Synced) -> tuple[float, dict[str, float], CpuUse]:
     cluster = synced.cluster
     live = cluster.live()
-    meter = CpuMeter({**cluster.pids(), **cluster.infra_pids()})
+    meter = CpuMeter({**cluster.pids(), **cluster.infra_pids(), "bench": os.getpid()})
     before = {r.identity: cluster.reconciles_ok(r) for r in live}
     meter.start()
     time.sleep(ctx.profile.scaling_steady_seconds)
@@ -43,6 +46,17 @@ def _steady(ctx: Context, synced: Synced) -> tuple[float, dict[str, float], CpuU
     after = {r.identity: cluster.reconciles_ok(r) for r in live}
     per_replica = {i: (after[i] - before[i]) / cpu.seconds for i in before}
     return sum(per_replica.values()), per_replica, cpu
+
+
+def per_writer_rates(first: dict[str, AuditEntry], opened_at: float) -> dict[str, float]:
+    """Writer -> zones it converged per second, each over its own time (opening until its last zone),
+    so a replica that drew more zones does not lower the others' rates."""
+    last: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for entry in first.values():
+        last[entry.writer] = max(last.get(entry.writer, opened_at), entry.end_wall)
+        count[entry.writer] = count.get(entry.writer, 0) + 1
+    return {w: count[w] / (last[w] - opened_at) for w in count if last[w] > opened_at}
 
 
 def _one(ctx: Context, mode: str, replicas: int) -> dict[str, Any]:
@@ -75,11 +89,14 @@ def _one(ctx: Context, mode: str, replicas: int) -> dict[str, Any]:
         converge_cpu = synced.cpu
         assert converge_cpu is not None
         cpu_bound = converge_cpu.saturated() or steady_cpu.saturated()
+        rates = per_writer_rates(synced.first_apply, synced.opened_at)
         entry: dict[str, Any] = {
             "replicas": replicas,
             "converge_seconds": rounded(synced.converge_seconds),
             "zones_per_second": rounded(synced.zones_per_second, 2),
             "ideal_zones_per_second": rounded(_ideal(ctx, mode, replicas), 2),
+            "aggregate_zones_per_second": rounded(sum(rates.values()), 2),
+            "zones_per_second_per_replica": {k: rounded(v, 2) for k, v in sorted(rates.items())},
             "steady_reconciles_per_second": rounded(steady, 1),
             "steady_per_replica": {k: rounded(v, 1) for k, v in sorted(steady_per_replica.items())},
             "zones_per_replica": {
@@ -126,6 +143,8 @@ def derive(result: dict[str, Any]) -> None:
             entry["speedup"] = speedup
             entry["efficiency"] = None if speedup is None else round(speedup / n, 3)
             steady_speedup = _ratio(entry["steady_reconciles_per_second"], steady_base)
+            aggregate = _ratio(entry.get("aggregate_zones_per_second"), base)
+            entry["aggregate_efficiency"] = None if aggregate is None else round(aggregate / n, 3)
             entry["steady_speedup"] = steady_speedup
             entry["steady_efficiency"] = None if steady_speedup is None else round(steady_speedup / n, 3)
     for key, entry in result["sharded"].items():
@@ -136,17 +155,32 @@ def derive(result: dict[str, Any]) -> None:
         entry["steady_vs_active_passive"] = _ratio(
             entry["steady_reconciles_per_second"], passive.get("steady_reconciles_per_second")
         )
-    bound = [
-        f"{mode} N={key}" for mode in MODES for key, entry in result[mode].items() if entry.get("cpu_bound")
-    ]
-    result["cpu_bound_runs"] = bound
+    bound = [(mode, key, e) for mode in MODES for key, e in result[mode].items() if e.get("cpu_bound")]
+    result["cpu_bound_runs"] = [f"{mode} N={key}" for mode, key, _ in bound]
     if bound:
         result["note"] = (
-            f"CPU-bound: the machine's {cores()} cores were at least 85% busy during {', '.join(bound)}; "
-            "there the CPU, not the provider's latency, limited the rate (see cpu.*.per_process_cores)"
+            f"CPU-bound: the machine's cores were at least 85% busy in {', '.join(map(_cpu_detail, bound))}; "
+            "there the CPU, not the provider's latency, limited the rate (cpu.*.per_process_cores has it all)"
         )
     else:
         result["note"] = "latency-bound: the machine's cores had headroom in every run"
+
+
+def _cpu_detail(run: tuple[str, str, dict[str, Any]]) -> str:
+    mode, key, entry = run
+    window = max(("converge", "steady"), key=lambda w: float(entry["cpu"][w]["machine_busy_cores"]))
+    cpu = entry["cpu"][window]
+    per = cpu["per_process_cores"]
+    replicas = [v for k, v in per.items() if k.startswith(f"{seed.STATEFULSET}-")]
+    text = (
+        f"{mode} N={key} ({window}: {cpu['machine_busy_cores']:.2f} of {cpu['cores']} cores busy; replicas "
+        f"{sum(replicas):.2f} ({max(replicas, default=0):.2f} at most each), fake provider "
+        f"{per.get('fake-provider', 0):.2f}, API server {per.get('apiserver', 0):.2f}, "
+        f"bench {per.get('bench', 0):.2f}"
+    )
+    if cpu["ours_cores"] < 0.6 * cpu["machine_busy_cores"]:
+        text += "; mostly other processes"
+    return text + ")"
 
 
 def run(ctx: Context) -> dict[str, Any]:

@@ -169,7 +169,26 @@ def test_derive_speedup_efficiency_and_vs_active_passive() -> None:
     result = {
         "sharded": {
             "1": {"zones_per_second": 10.0, "steady_reconciles_per_second": 100.0, "cpu_bound": False},
-            "2": {"zones_per_second": 19.0, "steady_reconciles_per_second": 200.0, "cpu_bound": True},
+            "2": {
+                "zones_per_second": 19.0,
+                "aggregate_zones_per_second": 20.0,
+                "steady_reconciles_per_second": 200.0,
+                "cpu_bound": True,
+                "cpu": {
+                    "converge": {
+                        "cores": 2,
+                        "machine_busy_cores": 1.9,
+                        "ours_cores": 1.5,
+                        "per_process_cores": {"shardsync-0": 0.5, "shardsync-1": 0.6, "fake-provider": 0.4},
+                    },
+                    "steady": {
+                        "cores": 2,
+                        "machine_busy_cores": 1.0,
+                        "ours_cores": 0.9,
+                        "per_process_cores": {},
+                    },
+                },
+            },
             "4": {"error": "boom"},
         },
         "active_passive": {
@@ -183,8 +202,13 @@ def test_derive_speedup_efficiency_and_vs_active_passive() -> None:
     assert (two["speedup"], two["efficiency"], two["vs_active_passive"]) == (1.9, 0.95, 1.9)
     assert result["active_passive"]["4"]["efficiency"] == 0.25
     assert "speedup" not in result["sharded"]["4"]
+    assert two["aggregate_efficiency"] == 1.0
     assert result["cpu_bound_runs"] == ["sharded N=2"]
-    assert "CPU-bound" in result["note"]
+    assert (
+        "sharded N=2 (converge: 1.90 of 2 cores busy; replicas 1.10 (0.60 at most each), fake provider 0.40"
+        in (result["note"])
+    )
+    assert "mostly other processes" not in result["note"]
 
 
 def test_render_shows_failed_and_not_run_sections() -> None:
