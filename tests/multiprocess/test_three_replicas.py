@@ -1,0 +1,75 @@
+"""Three real replica processes: every zone has exactly one active owner, the one the published assignment's
+ring names; every replica's /shards tells the same story under the same generation; the provider holds the
+records the objects ask for, written (and fenced) by each zone's owner alone."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from shardsync.sharding.ring import Ring
+from tests.multiprocess.conftest import StartCluster
+from tests.multiprocess.harness import fenced, identity, overlaps, writes_ok
+
+pytestmark = pytest.mark.multiprocess
+
+ZONES = 60
+
+
+def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(start_cluster: StartCluster) -> None:
+    h = start_cluster(zones=ZONES, replicas=3)
+    sample = h.wait_owned(within=30, what="three replicas")
+    assignment = h.cluster.assignment()
+    assert assignment is not None
+    members = {identity(i) for i in range(3)}
+    assert assignment.identities == members
+
+    # Every zone runs at exactly the replica the ring of the published members names.
+    ring = Ring(dict.fromkeys(members, 1))
+    owners = sample.owner_map()
+    assert owners == {z: ring.owner_of(z) for z in h.zones}
+    assert all(len(ids) == 1 for ids in sample.holders().values())
+    load = Counter(owners.values())
+    assert set(load) == members
+
+    # The provider: the desired records (so every owner has synced its zones once).
+    took = h.wait_records(within=10)
+
+    # /shards: each replica, in the contract's shape, on the published generation, with one coordinator.
+    docs = {r.identity: h.cluster.shards(r) for r in h.cluster.live()}
+    coordinators = set()
+    for ident, doc in docs.items():
+        assert doc is not None, ident
+        assert set(doc) == {"generation", "coordinator", "self", "members", "zones"}
+        assert doc["self"] == ident
+        assert doc["generation"] == assignment.generation, (ident, doc["generation"])
+        coordinators.add(doc["coordinator"])
+        rows = {m["identity"]: m for m in doc["members"]}
+        assert set(rows) == members
+        for member, row in rows.items():
+            assert row["state"] == "ready", (ident, row)
+            assert row["observedGeneration"] == assignment.generation, (ident, row)
+            assert row["zones"] == load[member], (ident, row)
+        zones = {row["zone"]: row for row in doc["zones"]}
+        assert set(zones) == set(h.zones)
+        for zone, row in zones.items():
+            assert row["owner"] == owners[zone], (ident, row)
+            if row["owner"] == ident:
+                assert row["state"] == "active" and row["lastSync"] is not None, (ident, row)
+    assert len(coordinators) == 1 and coordinators <= members, coordinators
+
+    # Each zone fenced by and written by its owner only.
+    assert not h.fence_problems(owners)
+    audit = h.cluster.audit()
+    writers: dict[str, set[str]] = {}
+    for entry in writes_ok(audit):
+        writers.setdefault(entry.zone, set()).add(entry.writer)
+    assert writers == {z: {owners[z]} for z in h.zones}
+    print(
+        f"\nthree replicas: generation {assignment.generation}, load {dict(sorted(load.items()))}, "
+        f"records as desired {took:.2f}s after settling; overlaps {len(overlaps(audit))}, "
+        f"fenced writes {len(fenced(audit))}"
+    )
+    assert not overlaps(audit)
+    assert not fenced(audit)
