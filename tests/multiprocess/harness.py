@@ -19,6 +19,7 @@ Everything is blocking: tests are sequential scripts. `Harness.stop()` ends ever
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -135,6 +136,38 @@ def fenced(audit: Iterable[AuditEntry]) -> list[AuditEntry]:
 
 def writes_ok(audit: Iterable[AuditEntry]) -> list[AuditEntry]:
     return [e for e in replica_entries(audit) if e.outcome == "ok"]
+
+
+def handoff_gaps(
+    audit: Iterable[AuditEntry], zones: Iterable[str], old: str, after: float
+) -> dict[str, float]:
+    """zone -> seconds from `old`'s last successful write to it until the first successful write (fence or
+    apply) by another replica that started after Unix time `after`; zones lacking either are left out.
+    Negative would mean the new owner wrote before the old one stopped."""
+    entries = writes_ok(audit)
+    out: dict[str, float] = {}
+    for zone in zones:
+        mine = [e.end_wall for e in entries if e.zone == zone and e.writer == old]
+        theirs = [
+            e.start_wall for e in entries if e.zone == zone and e.writer != old and e.start_wall >= after
+        ]
+        if mine and theirs:
+            out[zone] = min(theirs) - max(mine)
+    return out
+
+
+def first_writes(
+    audit: Iterable[AuditEntry], zones: Collection[str], after: float, excluded: Collection[str] = ()
+) -> dict[str, AuditEntry]:
+    """zone -> the first successful write (fence or apply) to it that started after `after`, by a replica
+    not in `excluded`."""
+    out: dict[str, AuditEntry] = {}
+    for entry in writes_ok(audit):
+        if entry.zone in zones and entry.writer not in excluded and entry.start_wall >= after:
+            seen = out.get(entry.zone)
+            if seen is None or entry.start_wall < seen.start_wall:
+                out[entry.zone] = entry
+    return out
 
 
 class Generations:
@@ -330,7 +363,11 @@ class Harness:
     # ---- changes that keep flowing ----
 
     def set_service_address(self, index: int, address: str) -> None:
-        self.cluster.set_service_address(index, address)
+        """Point Service `web-<index>` at a new address (its record `web.<zone>` follows)."""
+        core: Any = k8s.CoreV1Api(self.cluster.api)
+        name = seed.service(index, self.zones[index])["metadata"]["name"]
+        body = {"spec": {"externalIPs": [address]}}
+        core.patch_namespaced_service(name, seed.NAMESPACE, body, _preload_content=False, _request_timeout=10)
 
     def set_app_addresses(self, index: int, addresses: Sequence[str]) -> None:
         """Point DNSEndpoint `app-<index>`'s records at new addresses (one per record)."""
@@ -406,6 +443,65 @@ class Harness:
             if fence is None or fence.identity != owner:
                 out.append(f"{zone}: fence {fence}, owner {owner}")
         return out
+
+
+class Churn:
+    """Keeps changes flowing from a thread: every `period` seconds one change to the objects of `indexes`
+    (round-robin Service addresses, or with `rng` a random Service or DNSEndpoint of them). A change the API
+    refuses (paused) is skipped; the records wanted are read back from the API at the end anyway."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        indexes: Sequence[int],
+        period: float,
+        rng: random.Random | None = None,
+        first_address: int = 100_000,
+    ) -> None:
+        self.harness = harness
+        self.indexes = list(indexes)
+        self.period = period
+        self.rng = rng
+        self.made = 0
+        self.refused = 0
+        self._next_address = first_address
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="churn", daemon=True)
+
+    def _address(self) -> str:
+        self._next_address += 1
+        return seed.address(self._next_address)
+
+    def change(self, turn: int) -> None:
+        h = self.harness
+        if self.rng is None:
+            h.set_service_address(self.indexes[turn % len(self.indexes)], self._address())
+            return
+        index = self.rng.choice(self.indexes)
+        if self.rng.random() < 0.5:
+            h.set_service_address(index, self._address())
+        else:
+            h.set_app_addresses(index, [self._address() for _ in range(h.per_zone)])
+
+    def _run(self) -> None:
+        turn = 0
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.change(turn)
+                self.made += 1
+            except Exception:  # paused or cut: the API said no, or did not answer in time
+                self.refused += 1
+            turn += 1
+            self._stop.wait(max(0.0, self.period - (time.monotonic() - started)))
+
+    def __enter__(self) -> Churn:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
 
 
 def wait(cond: Callable[[], bool], within: float, what: str, poll: float = 0.05) -> float:
