@@ -1,0 +1,145 @@
+"""Real replica processes losing the API server (rule 5, self-fencing), checked against the provider's audit.
+
+The writes that would betray a replica are provoked on purpose: zones are changed behind the replicas' back
+in the provider (drift), and with a 1 s interval every owner would repair its zones within a second if it
+still wrote. The API paused past the lease: after the self-fence deadline no replica writes anything, and
+all repair the drift once it is back, with no zone moved. One replica cut off while the others run: it stops
+writing before any of its zones is taken over, and gets zones again once it is back.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bench import observe
+from tests.multiprocess.conftest import StartCluster
+from tests.multiprocess.harness import (
+    FENCE_AFTER,
+    LEASE,
+    fenced,
+    first_writes,
+    handoff_gaps,
+    overlaps,
+    replica_entries,
+    user_agent_of,
+    wait,
+    writes_ok,
+)
+
+pytestmark = pytest.mark.multiprocess
+
+ZONES = 40
+INTERVAL = 1.0
+# A write checked against the fence just before its deadline still needs its trip to the provider, which
+# stamps the audit entry on arrival.
+TRANSIT = 0.3
+
+
+def test_api_paused_past_the_lease_every_replica_stops_writing_and_resumes_after(
+    start_cluster: StartCluster,
+) -> None:
+    h = start_cluster(zones=ZONES, replicas=3, interval=INTERVAL)
+    base = h.wait_owned(within=30, what="three replicas")
+    h.wait_records(within=10)
+    owners = base.owner_map()
+
+    paused_at = time.time()
+    h.faults.pause()
+    try:
+        for zone in h.zones[::2]:
+            h.drift(zone)  # repaired while the owners may still write: before their self-fence deadline
+        time.sleep(
+            LEASE - (time.time() - paused_at)
+        )  # past every replica's self-fence deadline (FENCE_AFTER after its last renewal)
+        drifted_at = time.time()
+        for zone in h.zones:
+            h.drift(zone)
+        time.sleep(2 * INTERVAL)  # every zone's periodic reconcile comes due meanwhile
+    finally:
+        h.faults.resume()
+    resumed_at = time.time()
+
+    during = [e for e in replica_entries(h.cluster.audit()) if paused_at <= e.start_wall <= resumed_at]
+    late = [e for e in during if e.start_wall > paused_at + FENCE_AFTER + TRANSIT]
+    assert not late, late[:3]
+    repaired = h.wait_records(within=10)
+    settled = h.wait_owned(within=15, after=resumed_at, what="after the pause")
+    audit = h.cluster.audit()
+    early = [e for e in during if e.op == "apply" and e.outcome == "ok"]
+    repairs = [e for e in writes_ok(audit) if e.op == "apply" and e.start_wall > drifted_at]
+    last = max((e.end_wall for e in during), default=paused_at) - paused_at
+    print(
+        f"\nAPI paused {resumed_at - paused_at:.2f}s (lease {LEASE:g}s, self-fence {FENCE_AFTER:.1f}s after "
+        f"the last renewal): {len(during)} writes in the pause, the last ending {last:.2f}s in; drift of "
+        f"{len(h.zones)} zones at {drifted_at - paused_at:.1f}s "
+        f"repaired {repaired:.2f}s after the resume, by {len(repairs)} writes; generation "
+        f"{observe.generation(base)} -> {observe.generation(settled)}; overlaps {len(overlaps(audit))}, "
+        f"fenced writes {len(fenced(audit))}"
+    )
+    assert early, "no write at all while the owners could still write: the drift provoked nothing"
+    assert {e.zone for e in repairs} == set(h.zones)
+    assert all(e.writer == owners[e.zone] for e in repairs), "a zone was repaired by another replica"
+    # Nobody was judged gone for a silence nobody could help: no new generation, no zone moved.
+    assert observe.generation(settled) == observe.generation(base)
+    assert settled.owner_map() == owners
+    assert not overlaps(audit)
+    assert not fenced(audit)
+
+
+def test_a_replica_cut_off_from_the_api_stops_writing_before_its_zones_are_taken_over(
+    start_cluster: StartCluster,
+) -> None:
+    h = start_cluster(zones=ZONES, replicas=3, interval=INTERVAL)
+    base = h.wait_owned(within=30, what="three replicas")
+    h.wait_records(within=10)
+    coordinator = h.coordinator()
+    victim = max(i for i in h.live() if i != coordinator)
+    others = [i for i in h.live() if i != victim]
+    its = {z for z, owner in base.owner_map().items() if owner == victim}
+    assert its
+
+    cut_at = time.time()
+    h.faults.refuse(user_agent=user_agent_of(victim), mode="hang")  # its requests get no answer at all
+    try:
+        for zone in sorted(its):
+            h.drift(zone)  # it repairs these while it may still write; the new owners after
+        taken: dict[str, float] = {}
+
+        def taken_over() -> bool:
+            firsts = first_writes(h.cluster.audit(), its, cut_at, excluded={victim})
+            taken.update({z: e.start_wall - cut_at for z, e in firsts.items()})
+            return set(taken) == its
+
+        wait(taken_over, 3 * LEASE + 5, f"the others take {victim}'s zones over", poll=0.1)
+        h.wait_records(within=5, zones=its)
+        audit = h.cluster.audit()
+        gaps = handoff_gaps(audit, its, victim, after=cut_at)
+        after_cut = [e for e in writes_ok(audit) if e.writer == victim and e.start_wall >= cut_at]
+        stopped = max((e.end_wall for e in after_cut), default=cut_at) - cut_at
+        print(
+            f"\ncut off {victim} ({len(its)} zones): {len(after_cut)} writes after the cut, the last ending "
+            f"{stopped:.2f}s in (self-fence after {FENCE_AFTER:.1f}s); its zones taken over "
+            f"{min(taken.values()):.2f}..{max(taken.values()):.2f}s after the cut; gap between its last "
+            f"write and the new owner's first {min(gaps.values()):.3f}..{max(gaps.values()):.3f}s"
+        )
+        assert set(gaps) == its
+        assert all(gap > 0 for gap in gaps.values()), gaps  # it stopped before each zone was taken over
+        assert stopped <= FENCE_AFTER + TRANSIT
+        assert not overlaps(audit)
+    finally:
+        h.faults.allow(user_agent=user_agent_of(victim))
+    allowed_at = time.time()
+
+    back = h.wait_owned(within=20, after=allowed_at, what=f"{victim} back")
+    assert victim in back.owner_map().values()
+    h.wait_records(within=10)
+    audit = h.cluster.audit()
+    print(
+        f"{victim} back on the API: owns {sum(1 for o in back.owner_map().values() if o == victim)} zones "
+        f"{back.t - allowed_at:.2f}s later (others: {', '.join(others)}); overlaps {len(overlaps(audit))}, "
+        f"fenced writes {len(fenced(audit))}"
+    )
+    assert not overlaps(audit)
+    assert not fenced(audit)
