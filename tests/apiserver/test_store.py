@@ -11,6 +11,7 @@ from shardsync.local.apiserver.errors import ApiError
 from shardsync.local.apiserver.field_selectors import parse_field_selector
 from shardsync.local.apiserver.resources import Resource, ResourceTable
 from shardsync.local.apiserver.store import Expired, Store
+from shardsync.local.apiserver.watch import WatchSpec, translate
 from shardsync.selectors import parse_selector
 
 TABLE = ResourceTable()
@@ -160,6 +161,28 @@ def test_finalizers_hold_deletion_until_removed(store: Store) -> None:
         store.get(CM, "default", "f")
     events, _ = store.events_after(int(obj["metadata"]["resourceVersion"]))
     assert [e.type for e in events] == ["DELETED"]
+
+
+def test_update_emptying_finalizers_deletes_the_stored_object_not_the_update(store: Store) -> None:
+    # The real registry never stores such an update (errEmptiedFinalizers → deleteWithoutFinalizers): the
+    # DELETED event is the object as last stored, and a selected watch decides on its labels.
+    store.create(CM, "default", cm("f", labels={"team": "red"}, finalizers=["x/hold"]))
+    held, _ = store.delete(CM, "default", "f")
+    relabelled = store.update(CM, "default", "f", cm("f", labels={"team": "blue"}))
+    assert relabelled["metadata"]["labels"] == {"team": "blue"} and not relabelled["metadata"].get(
+        "finalizers"
+    )
+    with pytest.raises(ApiError):
+        store.get(CM, "default", "f")
+    events, rv = store.events_after(int(held["metadata"]["resourceVersion"]))
+    assert [(e.type, e.rv) for e in events] == [("DELETED", rv)]
+    gone = events[0].obj
+    assert gone["metadata"]["labels"] == {"team": "red"} and gone["metadata"]["finalizers"] == ["x/hold"]
+    assert gone["metadata"]["resourceVersion"] == str(rv)
+    red = WatchSpec(CM, "default", parse_selector("team=red"))
+    blue = WatchSpec(CM, "default", parse_selector("team=blue"))
+    assert (translate(events[0], red) or {}).get("type") == "DELETED"
+    assert translate(events[0], blue) is None
 
 
 def test_delete_preconditions(store: Store) -> None:

@@ -227,7 +227,12 @@ class Store:
                 return new
             new_meta = m.metadata(new)
             if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
-                return self._remove(res, new)
+                # As the real registry (errEmptiedFinalizers → deleteWithoutFinalizers): the update is never
+                # stored; the stored object is deleted, so the DELETED event is the object as lists last saw
+                # it (a filtered watch decides on those labels, not the update's), and the caller gets the
+                # update's object back.
+                self._remove(res, current)
+                return new
             return self._commit(res, "MODIFIED", new, current)
 
     def delete(
