@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
+import orjson
+
 from bench import plots, report, suite
 from bench.profiles import PROFILES
 from bench.progress import Progress
@@ -24,10 +26,13 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 class _Stop(BaseException):
-    """SIGTERM: unwind like Ctrl-C, so every cluster's finally stops its processes."""
+    """Ctrl-C or SIGTERM: unwind, so every cluster's finally stops its processes."""
 
 
-def _on_term(signum: int, frame: FrameType | None) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    # The first signal starts the unwinding; later ones are ignored so they cannot cut the cleanup short.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise _Stop(signal.Signals(signum).name)
 
 
@@ -53,6 +58,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--keep-logs", action="store_true", help="keep the process logs even when all went well"
     )
     parser.add_argument("--no-plots", action="store_true", help="write the JSON and the table only")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="JSON",
+        help="run nothing: print the table of a result file and draw its plots",
+    )
     return parser.parse_args(argv)
 
 
@@ -71,20 +82,23 @@ def main(argv: list[str] | None = None) -> int:
     if draw and not plots.available():
         print(plots.INSTALL_HINT)
         draw = False
+    if args.report is not None:
+        return _report(args.report, draw)
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="shardsync-bench-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     progress = Progress()
     progress.step(f"profile {profile.name}; process logs in {run_dir}")
-    signal.signal(signal.SIGTERM, _on_term)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    previous = {s: signal.signal(s, _on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         doc = suite.run(profile, run_dir, progress, only)
     except (KeyboardInterrupt, _Stop):
-        # The scenarios' finally blocks have stopped their processes by now.
-        print("\ninterrupted: every process started was stopped; no result written", file=sys.stderr)
+        # The scenarios' finally blocks have stopped their processes by now; further signals stay ignored
+        # until the exit.
+        print(f"\ninterrupted: every process started was stopped; no result written (logs: {run_dir})")
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
     path = report.write(doc, args.out, stamp)
     print()
     print(report.render(doc))
@@ -101,6 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         shutil.rmtree(run_dir, ignore_errors=True)
     return 1 if failed or doc["safety"]["total_overlapping_writes"] else 0
+
+
+def _report(path: Path, draw: bool) -> int:
+    """The table and plots of an earlier run's JSON (plots beside it, named after it)."""
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        print(f"cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    print(report.render(doc))
+    if draw:
+        for png in plots.draw(doc, path.parent, path.stem, latest=False):
+            print(f"plot:    {png}")
+    return 0
 
 
 if __name__ == "__main__":

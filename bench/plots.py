@@ -19,8 +19,9 @@ def available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def draw(doc: Mapping[str, Any], out_dir: Path, stamp: str) -> list[Path]:
-    """Draw every plot the result has data for, as `<stamp>-<name>.png` plus a `latest-<name>.png` copy."""
+def draw(doc: Mapping[str, Any], out_dir: Path, stamp: str, latest: bool = True) -> list[Path]:
+    """Draw every plot the result has data for, as `<stamp>-<name>.png`, with `latest` also copied to
+    `latest-<name>.png`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,7 +29,8 @@ def draw(doc: Mapping[str, Any], out_dir: Path, stamp: str) -> list[Path]:
     for name, fn in (("scaling", _scaling), ("ownership", _ownership), ("event-latency", _latency)):
         path = out_dir / f"{stamp}-{name}.png"
         if fn(doc, path):
-            shutil.copyfile(path, out_dir / f"latest-{name}.png")
+            if latest:
+                shutil.copyfile(path, out_dir / f"latest-{name}.png")
             written.append(path)
     return written
 
@@ -101,7 +103,7 @@ def _ownership(doc: Mapping[str, Any], path: Path) -> bool:
     panels = _timelines(doc)
     if not panels:
         return False
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 2.8 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 2.8 * len(panels)), squeeze=False)
     for ax, (title, section) in zip(axes[:, 0], panels, strict=True):
         rows: Sequence[Mapping[str, Any]] = section["timeline"]
         ts = [r["t"] for r in rows]
@@ -115,7 +117,7 @@ def _ownership(doc: Mapping[str, Any], path: Path) -> bool:
         ax.set_title(title, fontsize=10)
         ax.set_ylabel("zones run")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=min(6, len(identities) + 1), loc="center right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set_xlabel("seconds")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

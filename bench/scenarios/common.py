@@ -155,7 +155,8 @@ def synced_cluster(
     phases: dict[str, float] = {}  # also filled after the yield: the caller's result may hold it
     mark = time.monotonic()
     try:
-        label = name.partition("/")[2] or name
+        # Progress lines already name the scenario; a run within one (scaling/sharded-4) adds its own name.
+        label = name.partition("/")[2] + ": " if "/" in name else ""
 
         def phase(what: str) -> None:
             nonlocal mark
@@ -163,21 +164,21 @@ def synced_cluster(
             phases[what] = round(now - mark, 3)
             mark = now
 
-        progress.status(f"{label}: starting the API server and the fake provider")
+        progress.status(f"{label}starting the API server and the fake provider")
         cluster.start()
         phase("start")
         names = zone_names(zones)
-        progress.status(f"{label}: seeding {zones} Services and DNSEndpoints")
+        progress.status(f"{label}seeding {zones} Services and DNSEndpoints")
         cluster.seed_objects(names, records_per_zone - 1)
         phase("seed")
         opened_at = time.time()
         if not gate:
             cluster.open_zones(zones)
-        progress.status(f"{label}: starting {replicas} replica(s)")
+        progress.status(f"{label}starting {replicas} replica(s)")
         cluster.scale(replicas)
         cluster.wait_ready()
         phase("ready")
-        progress.status(f"{label}: waiting for the replicas to settle")
+        progress.status(f"{label}waiting for the replicas to settle")
         cluster.wait_settled(sharded, profile.settle_timeout)
         phase("settle")
         pids = {**cluster.pids(), **cluster.infra_pids(), "bench": os.getpid()}
