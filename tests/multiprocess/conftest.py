@@ -1,9 +1,11 @@
 """Fixtures of the multi-process tests: `start_cluster(**options)` starts a Harness (see harness.py) in the
-test's temporary folder; every cluster a test started is stopped, all its processes with it, at teardown."""
+test's temporary folder; every cluster a test started is stopped, all its processes with it, at teardown
+(each one even when stopping another failed)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +18,14 @@ StartCluster = Callable[..., Harness]
 
 @pytest.fixture
 def start_cluster(tmp_path: Path) -> Iterator[StartCluster]:
-    started: list[Harness] = []
+    with ExitStack() as stack:
+        count = 0
 
-    def start(**options: Any) -> Harness:
-        harness = Harness.start(tmp_path / f"cluster-{len(started)}", **options)
-        started.append(harness)
-        return harness
+        def start(**options: Any) -> Harness:
+            nonlocal count
+            harness = Harness.start(tmp_path / f"cluster-{count}", **options)
+            count += 1
+            stack.callback(harness.stop)
+            return harness
 
-    try:
         yield start
-    finally:
-        for harness in reversed(started):
-            harness.stop()

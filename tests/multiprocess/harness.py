@@ -41,6 +41,7 @@ from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.providers.fake import AuditEntry, overlapping_writes
 from shardsync.registry import parse_labels
 from shardsync.sharding.timings import Timings
+from tests.waits import eventually_sync
 
 LEASE = 3.0  # --lease-duration
 RENEW = 0.5  # --renew-interval
@@ -504,11 +505,11 @@ class Churn:
         self._thread.join(timeout=30)
 
 
-def wait(cond: Callable[[], bool], within: float, what: str, poll: float = 0.05) -> float:
-    """Wait until `cond()`; returns the seconds it took; AssertionError after `within`."""
+def wait_for(cond: Callable[[], bool], within: float, what: str, poll: float = 0.05) -> float:
+    """tests.waits.eventually_sync, timed, and failing with what was awaited; returns the seconds taken."""
     started = time.monotonic()
-    while not cond():
-        if time.monotonic() - started > within:
-            raise AssertionError(f"not within {within:.1f}s: {what}")
-        time.sleep(poll)
+    try:
+        eventually_sync(cond, within=within, poll=poll)
+    except TimeoutError:
+        raise AssertionError(f"not within {within:.1f}s: {what}") from None
     return time.monotonic() - started

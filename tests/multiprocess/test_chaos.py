@@ -49,6 +49,7 @@ SECONDS = float(os.environ.get("SHARDSYNC_CHAOS_SECONDS", "60"))
 ZONES = 40
 INTERVAL = 3.0  # a missed change is repaired at the next periodic reconcile at the latest
 RESTART_GRACE = 5.0
+LATENCY = 0.02  # per provider call: writes last long enough for an overlap to show
 START_REPLICAS = 3
 REPLICA_COUNTS = (2, 3, 4)
 KINDS = ("kill", "restart", "scale", "pause", "cut", "kill-coordinator")
@@ -219,7 +220,9 @@ def test_chaos_keeps_one_writer_per_zone_and_ends_with_the_desired_records(
     print(f"\nchaos seed {SEED} (replay: SHARDSYNC_CHAOS_SEED={SEED}), {SECONDS:g}s, {len(faults)} faults:")
     for fault in faults:
         print("  " + fault.describe())
-    h = start_cluster(zones=ZONES, replicas=START_REPLICAS, interval=INTERVAL, restart_grace=RESTART_GRACE)
+    h = start_cluster(
+        zones=ZONES, replicas=START_REPLICAS, interval=INTERVAL, restart_grace=RESTART_GRACE, latency=LATENCY
+    )
     chaos = Chaos(h)
     with Generations(h.cluster) as generations:
         started = time.time()

@@ -18,7 +18,7 @@ from tests.multiprocess.harness import (
     first_writes,
     overlaps,
     replica_generations,
-    wait,
+    wait_for,
 )
 
 pytestmark = pytest.mark.multiprocess
@@ -45,8 +45,8 @@ def kill_and_fail_over(h: Harness, victim: str, base: observe.Sample, what: str)
         fences.update({z: e.end_wall - killed_at for z, e in firsts.items()})
         return set(fences) == its
 
-    wait(all_fenced, limit + 2, f"{what}: survivors fence {victim}'s zones", poll=0.1)
-    wait(lambda: not h.record_problems(its), limit + 2, f"{what}: survivors write the changes", poll=0.1)
+    wait_for(all_fenced, limit + 2, f"{what}: survivors fence {victim}'s zones", poll=0.1)
+    wait_for(lambda: not h.record_problems(its), limit + 2, f"{what}: survivors write the changes", poll=0.1)
     written = time.time() - killed_at
     full = h.wait_owned(
         within=limit + 5,
