@@ -23,7 +23,7 @@ import io
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 import orjson
 from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
 
 from shardsync.local import seed
 from shardsync.local.apiserver.client import api_client
@@ -302,23 +303,19 @@ class Cluster:
         doc: dict[str, Any] = orjson.loads(resp.content)
         return doc
 
-    def metric(
-        self, replica: Replica, name: str, match: Callable[[str], bool] = lambda labels: True
-    ) -> float:
-        """Sum of one metric's samples on the replica's /metrics whose label text satisfies `match`."""
+    def metric(self, replica: Replica, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """Sum of one metric's samples on the replica's /metrics carrying `labels` (None: no answer)."""
         try:
             text = self._http.get(replica.url + "/metrics", timeout=5.0).text
         except httpx.HTTPError:
-            return 0.0
-        total = 0.0
-        for line in text.splitlines():
-            if not line.startswith(name):
-                continue
-            head, _, value = line.rpartition(" ")
-            series, _, labels = head.partition("{")
-            if series == name and match(labels):
-                total += float(value)
-        return total
+            return None
+        wanted = dict(labels or {}).items()
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == name and wanted <= sample.labels.items()
+        )
 
     def assignment(self) -> Assignment | None:
         """The published assignment (None: none yet, or unreadable)."""
@@ -385,7 +382,8 @@ class Cluster:
         raise ClusterError(f"replicas did not settle within {within:.0f}s: {why}")
 
     def reconciles_ok(self, replica: Replica) -> float:
-        return self.metric(replica, "shardsync_reconciles_total", lambda labels: 'result="ok"' in labels)
+        """Successful zone reconciles so far (0.0 when the replica does not answer)."""
+        return self.metric(replica, "shardsync_reconciles_total", {"result": "ok"}) or 0.0
 
     # ---- stopping --------------------------------------------------------------------------------------
 
