@@ -386,16 +386,8 @@ class Harness:
         )
 
     def drift(self, zone: str) -> None:
-        """Delete `web.<zone>` from the provider behind the replicas' back (unfenced, audited as
-        DRIFT_WRITER): its owner must put it back at its next reconcile."""
-        wanted = f"web.{zone}"
-        records = [ep for ep in self.cluster.admin.records(zone) if ep.dns_name == wanted]
-        assert records, f"{wanted} is not in the provider"
-        body = {"changes": Changes(delete=records).to_json(), "fence": None, "writer": DRIFT_WRITER}
-        resp = self.http.post(
-            f"{self.cluster.provider_url}/v1/zones/{quote(zone, safe='')}/changes", json=body
-        )
-        resp.raise_for_status()
+        """Delete `web.<zone>` from the provider behind the replicas' back (see `drift`)."""
+        assert drift(self.http, self.cluster.provider_url, zone), f"web.{zone} is not in the provider"
 
     # ---- records ----
 
@@ -420,6 +412,7 @@ class Harness:
         for zone in zones if zones is not None else self.zones:
             have = actual_records(self.cluster.admin.records(zone))
             want = desired[zone]
+            assert want, f"no object asks for a record in {zone}: the comparison would prove nothing"
             if have != want:
                 problems.append(f"{zone}: missing {sorted(want - have)}, unexpected {sorted(have - want)}")
         return problems
@@ -444,6 +437,58 @@ class Harness:
             if fence is None or fence.identity != owner:
                 out.append(f"{zone}: fence {fence}, owner {owner}")
         return out
+
+
+def drift(http: httpx.Client, provider_url: str, zone: str) -> bool:
+    """Delete `web.<zone>` from the provider behind the replicas' back (an unfenced write, audited as
+    DRIFT_WRITER): its owner must put it back at its next reconcile. False when it is gone already."""
+    path = f"{provider_url}/v1/zones/{quote(zone, safe='')}"
+    resp = http.get(path + "/records")
+    resp.raise_for_status()
+    wanted = f"web.{zone}"
+    records = [Endpoint.from_json(r) for r in resp.json()["records"] if r["dnsName"] == wanted]
+    if not records:
+        return False
+    body = {"changes": Changes(delete=records).to_json(), "fence": None, "writer": DRIFT_WRITER}
+    http.post(path + "/changes", json=body).raise_for_status()
+    return True
+
+
+class Drifter:
+    """Drift from a thread: every `period` seconds the next of `zones` (round-robin) that still has its
+    `web.<zone>` record loses it, so their owners keep having something to write. `drifted` logs
+    (Unix time, zone)."""
+
+    def __init__(self, harness: Harness, zones: Sequence[str], period: float) -> None:
+        self.provider_url = harness.cluster.provider_url
+        self.zones = list(zones)
+        self.period = period
+        self.drifted: list[tuple[float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drifter", daemon=True)
+
+    def _run(self) -> None:
+        turn = 0
+        with httpx.Client(timeout=10.0) as http:
+            while not self._stop.wait(self.period):
+                for _ in range(len(self.zones)):
+                    zone = self.zones[turn % len(self.zones)]
+                    turn += 1
+                    if drift(http, self.provider_url, zone):
+                        self.drifted.append((time.time(), zone))
+                        break
+
+    def since(self, t: float) -> set[str]:
+        """Zones drifted at or after Unix time `t`."""
+        return {zone for at, zone in self.drifted if at >= t}
+
+    def __enter__(self) -> Drifter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
 
 
 class Churn:
