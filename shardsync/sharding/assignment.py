@@ -36,7 +36,15 @@ import orjson
 from shardsync.endpoint import normalize_name
 from shardsync.sharding.clock import rfc3339
 from shardsync.sharding.membership import MemberState, MemberStatus, labels
-from shardsync.sharding.ring import InvalidRing, Move, Placement, Ring, RingParams, weight_error
+from shardsync.sharding.ring import (
+    InvalidRing,
+    Move,
+    Placement,
+    Ring,
+    RingParams,
+    moves_between,
+    weight_error,
+)
 
 CONFIGMAP_KEY = "assignment.json"
 FORMAT_VERSION = 1
@@ -158,12 +166,7 @@ class Assignment:
 
     def moved(self, other: Assignment, zones: Iterable[str]) -> list[Move]:
         """Zones whose owner differs between this assignment and `other`."""
-        moves = []
-        for zone in zones:
-            before, after = self.owner_of(zone), other.owner_of(zone)
-            if before != after:
-                moves.append(Move(zone, before, after))
-        return moves
+        return moves_between(self.owner_of, other.owner_of, zones)
 
     def with_members(self, members: Iterable[Member]) -> Assignment:
         """The same assignment over other members (for `--what-if-replicas`); same generation, never

@@ -24,7 +24,7 @@ reshuffle others and force a new generation. Weights and pins are the knobs for 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -175,9 +175,11 @@ class Ring:
 
     def moved(self, other: Ring, zones: Iterable[str]) -> list[Move]:
         """The zones of `zones` whose owner in `other` differs from their owner here."""
-        moves = []
-        for zone in zones:
-            before, after = self.owner_of(zone), other.owner_of(zone)
-            if before != after:
-                moves.append(Move(zone, before, after))
-        return moves
+        return moves_between(self.owner_of, other.owner_of, zones)
+
+
+def moves_between(
+    before: Callable[[str], str | None], after: Callable[[str], str | None], zones: Iterable[str]
+) -> list[Move]:
+    """The zones whose owner under `after` differs from their owner under `before` (rings or assignments)."""
+    return [Move(zone, b, a) for zone in zones if (b := before(zone)) != (a := after(zone))]
