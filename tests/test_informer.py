@@ -32,7 +32,9 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> No
     changes: list[tuple[str, str | None, str | None]] = []
 
     def on_change(key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        holder = lambda o: o["spec"]["holderIdentity"] if o else None  # noqa: E731
+        def holder(o: dict[str, Any] | None) -> str | None:
+            return o["spec"]["holderIdentity"] if o else None
+
         changes.append((key, holder(old), holder(new)))
 
     informer = Informer(

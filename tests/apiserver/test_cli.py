@@ -13,6 +13,7 @@ from kubernetes import client, config
 
 from shardsync.local.apiserver import ApiServerProcess
 from shardsync.local.apiserver.snapshot import FILE_NAME
+from tests.kubeclient import name_of
 
 
 @pytest.mark.multiprocess
@@ -24,10 +25,12 @@ def test_cli_serves_writes_kubeconfig_and_stops_on_sigterm(tmp_path: Path) -> No
         text = kubeconfig.read_text()
         assert f"server: {proc.url}" in text and "users" not in text
         configuration = client.Configuration()
-        config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        config.load_kube_config(  # type: ignore[no-untyped-call]  # the client's loader is unannotated
+            config_file=str(kubeconfig), client_configuration=configuration
+        )
         assert configuration.host == proc.url
         with client.ApiClient(configuration) as api:
-            names = [n.metadata.name for n in client.CoreV1Api(api).list_namespace().items]
+            names = [name_of(n) for n in client.CoreV1Api(api).list_namespace().items]
         assert "default" in names
     finally:
         code = proc.stop(timeout=10)

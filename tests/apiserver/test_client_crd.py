@@ -13,6 +13,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from shardsync.local.apiserver import ApiServer
+from tests.kubeclient import as_dict, present, raw_body
 
 GROUP, VERSION, PLURAL = "externaldns.k8s.io", "v1alpha1", "dnsendpoints"
 
@@ -58,36 +59,48 @@ def endpoint(name: str, target: str = "192.0.2.1") -> dict[str, Any]:
 @pytest.fixture
 def custom(apiserver: ApiServer) -> client.CustomObjectsApi:
     ext = client.ApiextensionsV1Api(apiserver.api_client())
-    crd = ext.create_custom_resource_definition(dnsendpoint_crd())
-    assert any(c.type == "Established" and c.status == "True" for c in crd.status.conditions)
+    crd = ext.create_custom_resource_definition(
+        raw_body(client.V1CustomResourceDefinition, dnsendpoint_crd())
+    )
+    assert any(
+        c.type == "Established" and c.status == "True" for c in present(present(crd.status).conditions)
+    )
     return client.CustomObjectsApi(apiserver.api_client())
 
 
 def test_dnsendpoints_crud_status_and_generation(custom: client.CustomObjectsApi) -> None:
-    made = custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, endpoint("a"))
+    made = as_dict(custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, endpoint("a")))
     assert made["metadata"]["generation"] == 1 and made["metadata"]["uid"]
     made["status"] = {"observedGeneration": 1}
-    with_status = custom.replace_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "a", made)
+    with_status = as_dict(
+        custom.replace_namespaced_custom_object_status(GROUP, VERSION, "default", PLURAL, "a", made)
+    )
     assert with_status["status"] == {"observedGeneration": 1} and with_status["metadata"]["generation"] == 1
-    labelled = custom.patch_namespaced_custom_object(
-        GROUP, VERSION, "default", PLURAL, "a", {"metadata": {"labels": {"x": "y"}}, "status": {"no": 1}}
+    labelled = as_dict(
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, "a", {"metadata": {"labels": {"x": "y"}}, "status": {"no": 1}}
+        )
     )
     assert labelled["metadata"]["generation"] == 1 and labelled["status"] == {"observedGeneration": 1}
-    spec = custom.patch_namespaced_custom_object(
-        GROUP, VERSION, "default", PLURAL, "a", {"spec": {"endpoints": []}}
+    spec = as_dict(
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, "default", PLURAL, "a", {"spec": {"endpoints": []}}
+        )
     )
     assert spec["metadata"]["generation"] == 2
-    status = custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, "default", PLURAL, "a", {"status": {"observedGeneration": 2}}
+    status = as_dict(
+        custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, "default", PLURAL, "a", {"status": {"observedGeneration": 2}}
+        )
     )
     assert status["status"] == {"observedGeneration": 2} and status["metadata"]["generation"] == 2
-    listed = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, label_selector="x=y")
+    listed = as_dict(custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, label_selector="x=y"))
     assert [i["metadata"]["name"] for i in listed["items"]] == ["a"] and listed["kind"] == "DNSEndpointList"
     stale = dict(made)
     with pytest.raises(ApiException) as conflict:
         custom.replace_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "a", stale)
     assert conflict.value.status == 409
-    deleted = custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "a")
+    deleted = as_dict(custom.delete_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "a"))
     assert deleted["metadata"]["name"] == "a"
 
 
@@ -114,12 +127,12 @@ def test_cluster_scoped_crd_and_deletion_unregisters(apiserver: ApiServer) -> No
     crd["metadata"]["name"] = "zones.example.com"
     crd["spec"].update(group="example.com", scope="Cluster", names={"plural": "zones", "kind": "Zone"})
     crd["spec"]["versions"][0]["name"] = "v1"
-    ext.create_custom_resource_definition(crd)
+    ext.create_custom_resource_definition(raw_body(client.V1CustomResourceDefinition, crd))
     custom = client.CustomObjectsApi(apiserver.api_client())
     custom.create_cluster_custom_object(
         "example.com", "v1", "zones", {"metadata": {"name": "z1"}, "spec": {}}
     )
-    assert custom.get_cluster_custom_object("example.com", "v1", "zones", "z1")["kind"] == "Zone"
+    assert as_dict(custom.get_cluster_custom_object("example.com", "v1", "zones", "z1"))["kind"] == "Zone"
     ext.delete_custom_resource_definition("zones.example.com")
     with pytest.raises(ApiException) as gone:
         custom.list_cluster_custom_object("example.com", "v1", "zones")
@@ -131,8 +144,8 @@ def test_invalid_crd_is_refused(apiserver: ApiServer) -> None:
     bad = dnsendpoint_crd()
     bad["metadata"]["name"] = "wrong.name.io"
     with pytest.raises(ApiException) as exc:
-        ext.create_custom_resource_definition(bad)
-    assert exc.value.status == 422 and json.loads(exc.value.body)["reason"] == "Invalid"
+        ext.create_custom_resource_definition(raw_body(client.V1CustomResourceDefinition, bad))
+    assert exc.value.status == 422 and json.loads(present(exc.value.body))["reason"] == "Invalid"
 
 
 def test_discovery_documents(apiserver: ApiServer, custom: client.CustomObjectsApi) -> None:
@@ -148,7 +161,7 @@ def test_discovery_documents(apiserver: ApiServer, custom: client.CustomObjectsA
         "apiextensions.k8s.io",
         GROUP,
     } <= set(groups)
-    assert groups[GROUP].preferred_version.group_version == f"{GROUP}/{VERSION}"
+    assert present(groups[GROUP].preferred_version).group_version == f"{GROUP}/{VERSION}"
     core = {r.name: r for r in client.CoreV1Api(api).get_api_resources().resources}
     assert core["configmaps"].namespaced and not core["nodes"].namespaced and "services/status" in core
     apps = {r.name: r for r in client.AppsV1Api(api).get_api_resources().resources}
@@ -156,7 +169,7 @@ def test_discovery_documents(apiserver: ApiServer, custom: client.CustomObjectsA
     ext = {r.name: r for r in client.CustomObjectsApi(api).get_api_resources(GROUP, VERSION).resources}
     assert ext[PLURAL].kind == "DNSEndpoint" and "dnsendpoints/status" in ext
     leases = client.CoordinationApi(api).get_api_group()
-    assert leases.preferred_version.version == "v1"
+    assert present(leases.preferred_version).version == "v1"
 
 
 def _raw(

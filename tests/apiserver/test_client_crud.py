@@ -11,6 +11,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from shardsync.local.apiserver import ApiServer
+from tests.kubeclient import as_dict, meta, name_of, present, raw_body, version_of
 
 
 def lease(name: str, holder: str = "a", labels: dict[str, str] | None = None) -> client.V1Lease:
@@ -21,7 +22,7 @@ def lease(name: str, holder: str = "a", labels: dict[str, str] | None = None) ->
 
 
 def status_of(exc: ApiException) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(exc.body)
+    body: dict[str, Any] = json.loads(present(exc.body))
     return body
 
 
@@ -35,29 +36,43 @@ def core(apiserver: ApiServer) -> client.CoreV1Api:
     return client.CoreV1Api(apiserver.api_client())
 
 
+def ports(svc: client.V1Service) -> list[client.V1ServicePort]:
+    return present(present(svc.spec).ports)
+
+
+def lb_ingress(svc: client.V1Service) -> list[client.V1LoadBalancerIngress]:
+    return present(present(present(svc.status).load_balancer).ingress)
+
+
 def test_one_global_resource_version_and_noop_updates(
     leases: client.CoordinationV1Api, core: client.CoreV1Api
 ) -> None:
     a = leases.create_namespaced_lease("default", lease("a"))
-    cm = core.create_namespaced_config_map("default", {"metadata": {"name": "c"}, "data": {"k": "v"}})
-    assert int(cm.metadata.resource_version) == int(a.metadata.resource_version) + 1
+    cm = core.create_namespaced_config_map(
+        "default", raw_body(client.V1ConfigMap, {"metadata": {"name": "c"}, "data": {"k": "v"}})
+    )
+    assert int(version_of(cm)) == int(version_of(a)) + 1
     listed = leases.list_namespaced_lease("default")
-    assert listed.metadata.resource_version == cm.metadata.resource_version
+    assert version_of(listed) == version_of(cm)
     same = leases.replace_namespaced_lease("a", "default", a)
-    assert same.metadata.resource_version == a.metadata.resource_version
-    assert core.list_namespace().metadata.resource_version == cm.metadata.resource_version
+    assert version_of(same) == version_of(a)
+    assert version_of(core.list_namespace()) == version_of(cm)
 
 
 def test_create_fills_metadata_and_refuses_duplicates_and_nameless(core: client.CoreV1Api) -> None:
-    made = core.create_namespaced_config_map("default", {"metadata": {"generateName": "gen-"}})
-    assert made.metadata.name.startswith("gen-") and len(made.metadata.name) == 9
-    assert made.metadata.uid and made.metadata.creation_timestamp and made.metadata.resource_version
+    made = core.create_namespaced_config_map(
+        "default", raw_body(client.V1ConfigMap, {"metadata": {"generateName": "gen-"}})
+    )
+    assert name_of(made).startswith("gen-") and len(name_of(made)) == 9
+    assert meta(made).uid and meta(made).creation_timestamp and meta(made).resource_version
     with pytest.raises(ApiException) as dup:
-        core.create_namespaced_config_map("default", {"metadata": {"name": made.metadata.name}})
+        core.create_namespaced_config_map(
+            "default", raw_body(client.V1ConfigMap, {"metadata": {"name": name_of(made)}})
+        )
     assert dup.value.status == 409
     assert status_of(dup.value)["reason"] == "AlreadyExists"
     with pytest.raises(ApiException) as nameless:
-        core.create_namespaced_config_map("default", {"metadata": {}})
+        core.create_namespaced_config_map("default", raw_body(client.V1ConfigMap, {"metadata": {}}))
     body = status_of(nameless.value)
     assert (nameless.value.status, body["reason"], body["code"]) == (422, "Invalid", 422)
     assert body["kind"] == "Status" and body["status"] == "Failure"
@@ -67,15 +82,15 @@ def test_create_fills_metadata_and_refuses_duplicates_and_nameless(core: client.
 def test_replace_with_stale_resource_version_conflicts(leases: client.CoordinationV1Api) -> None:
     first = leases.create_namespaced_lease("default", lease("l"))
     fresh = leases.read_namespaced_lease("l", "default")
-    fresh.spec.holder_identity = "b"
+    present(fresh.spec).holder_identity = "b"
     leases.replace_namespaced_lease("l", "default", fresh)
-    first.spec.holder_identity = "c"
+    present(first.spec).holder_identity = "c"
     with pytest.raises(ApiException) as exc:
         leases.replace_namespaced_lease("l", "default", first)
     body = status_of(exc.value)
     assert (exc.value.status, body["reason"]) == (409, "Conflict")
     assert "the object has been modified" in body["message"]
-    assert leases.read_namespaced_lease("l", "default").spec.holder_identity == "b"
+    assert present(leases.read_namespaced_lease("l", "default").spec).holder_identity == "b"
 
 
 def test_not_found_is_a_status(leases: client.CoordinationV1Api) -> None:
@@ -94,51 +109,51 @@ def test_status_subresource_changes_only_status(core: client.CoreV1Api) -> None:
             spec=client.V1ServiceSpec(type="LoadBalancer", ports=[client.V1ServicePort(port=80)]),
         ),
     )
-    assert svc.spec.cluster_ip and svc.spec.ports[0].node_port and svc.spec.ports[0].target_port == 80
+    assert present(svc.spec).cluster_ip and ports(svc)[0].node_port and ports(svc)[0].target_port == 80
     svc.status = client.V1ServiceStatus(
         load_balancer=client.V1LoadBalancerStatus(ingress=[client.V1LoadBalancerIngress(ip="192.0.2.1")])
     )
-    svc.spec.ports[0].port = 81
+    ports(svc)[0].port = 81
     updated = core.replace_namespaced_service_status("web", "default", svc)
-    assert updated.status.load_balancer.ingress[0].ip == "192.0.2.1"
-    assert updated.spec.ports[0].port == 80
+    assert lb_ingress(updated)[0].ip == "192.0.2.1"
+    assert ports(updated)[0].port == 80
     updated.status = client.V1ServiceStatus(load_balancer=client.V1LoadBalancerStatus(ingress=[]))
-    updated.metadata.labels = {"x": "y"}
+    meta(updated).labels = {"x": "y"}
     main = core.replace_namespaced_service("web", "default", updated)
-    assert main.status.load_balancer.ingress[0].ip == "192.0.2.1" and main.metadata.labels == {"x": "y"}
+    assert lb_ingress(main)[0].ip == "192.0.2.1" and meta(main).labels == {"x": "y"}
     patched = core.patch_namespaced_service_status(
         "web", "default", {"status": {"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}}}
     )
-    assert patched.status.load_balancer.ingress[0].hostname == "lb.example"
+    assert lb_ingress(patched)[0].hostname == "lb.example"
 
 
 def test_patch_kinds_and_resource_version_precondition(leases: client.CoordinationV1Api) -> None:
     made = leases.create_namespaced_lease("default", lease("p"))
     strategic = leases.patch_namespaced_lease("p", "default", {"metadata": {"annotations": {"a": "1"}}})
-    assert strategic.metadata.annotations == {"a": "1"}
+    assert meta(strategic).annotations == {"a": "1"}
     json_patched = leases.patch_namespaced_lease(
         "p", "default", [{"op": "replace", "path": "/spec/holderIdentity", "value": "z"}]
     )
-    assert json_patched.spec.holder_identity == "z"
+    assert present(json_patched.spec).holder_identity == "z"
     merged = leases.patch_namespaced_lease(
         "p",
         "default",
         {"metadata": {"annotations": {"a": None}}},
         _content_type="application/merge-patch+json",
     )
-    assert not merged.metadata.annotations
+    assert not meta(merged).annotations
     with pytest.raises(ApiException) as stale:
         leases.patch_namespaced_lease(
             "p",
             "default",
-            {"metadata": {"resourceVersion": made.metadata.resource_version, "labels": {"x": "y"}}},
+            {"metadata": {"resourceVersion": version_of(made), "labels": {"x": "y"}}},
         )
     assert stale.value.status == 409
-    current = merged.metadata.resource_version
+    current = version_of(merged)
     ok = leases.patch_namespaced_lease(
         "p", "default", {"metadata": {"resourceVersion": current, "labels": {"x": "y"}}}
     )
-    assert ok.metadata.labels == {"x": "y"}
+    assert meta(ok).labels == {"x": "y"}
     with pytest.raises(ApiException) as failed_test:
         leases.patch_namespaced_lease(
             "p", "default", [{"op": "test", "path": "/spec/holderIdentity", "value": "q"}]
@@ -164,7 +179,7 @@ def test_unsupported_patch_and_body_media_types_get_415(leases: client.Coordinat
 
 def test_delete_with_preconditions_and_finalizers(core: client.CoreV1Api) -> None:
     cm = core.create_namespaced_config_map(
-        "default", {"metadata": {"name": "d", "finalizers": ["example.com/x"]}}
+        "default", raw_body(client.V1ConfigMap, {"metadata": {"name": "d", "finalizers": ["example.com/x"]}})
     )
     with pytest.raises(ApiException) as wrong_uid:
         core.delete_namespaced_config_map(
@@ -180,12 +195,16 @@ def test_delete_with_preconditions_and_finalizers(core: client.CoreV1Api) -> Non
             body=client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version="1")),
         )
     assert wrong_rv.value.status == 409
-    kept = core.delete_namespaced_config_map(
-        "d", "default", body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=cm.metadata.uid))
+    kept = as_dict(
+        core.delete_namespaced_config_map(
+            "d",
+            "default",
+            body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=meta(cm).uid)),
+        )
     )
     assert kept["metadata"]["deletionTimestamp"]
     held = core.read_namespaced_config_map("d", "default")
-    assert held.metadata.deletion_timestamp is not None
+    assert meta(held).deletion_timestamp is not None
     core.patch_namespaced_config_map(
         "d", "default", {"metadata": {"finalizers": None}}, _content_type="application/merge-patch+json"
     )
@@ -195,18 +214,23 @@ def test_delete_with_preconditions_and_finalizers(core: client.CoreV1Api) -> Non
 
 
 def test_delete_returns_status_or_object_like_the_real_server(core: client.CoreV1Api) -> None:
-    core.create_namespaced_config_map("default", {"metadata": {"name": "s"}})
-    status = core.delete_namespaced_config_map("s", "default")
+    core.create_namespaced_config_map("default", raw_body(client.V1ConfigMap, {"metadata": {"name": "s"}}))
+    status = as_dict(core.delete_namespaced_config_map("s", "default"))
     assert status["kind"] == "Status" and status["status"] == "Success"
     core.create_namespaced_pod(
-        "default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}
+        "default",
+        raw_body(client.V1Pod, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}),
     )
     pod = core.delete_namespaced_pod("p", "default")
-    assert isinstance(pod, client.V1Pod) and pod.metadata.name == "p"
-    core.create_namespaced_config_map("default", {"metadata": {"name": "c1", "labels": {"g": "1"}}})
-    core.create_namespaced_config_map("default", {"metadata": {"name": "c2", "labels": {"g": "2"}}})
+    assert isinstance(pod, client.V1Pod) and name_of(pod) == "p"
+    core.create_namespaced_config_map(
+        "default", raw_body(client.V1ConfigMap, {"metadata": {"name": "c1", "labels": {"g": "1"}}})
+    )
+    core.create_namespaced_config_map(
+        "default", raw_body(client.V1ConfigMap, {"metadata": {"name": "c2", "labels": {"g": "2"}}})
+    )
     core.delete_collection_namespaced_config_map("default", label_selector="g=1")
-    assert [c.metadata.name for c in core.list_namespaced_config_map("default").items] == ["c2"]
+    assert [name_of(c) for c in core.list_namespaced_config_map("default").items] == ["c2"]
 
 
 def test_list_label_selectors_all_operators(leases: client.CoordinationV1Api) -> None:
@@ -218,9 +242,7 @@ def test_list_label_selectors_all_operators(leases: client.CoordinationV1Api) ->
         leases.create_namespaced_lease("default", lease(name, labels=labels))
 
     def names(selector: str) -> list[str]:
-        return [
-            x.metadata.name for x in leases.list_namespaced_lease("default", label_selector=selector).items
-        ]
+        return [name_of(x) for x in leases.list_namespaced_lease("default", label_selector=selector).items]
 
     assert names("env=prod") == ["a"]
     assert names("env!=prod") == ["b", "c"]
@@ -237,16 +259,16 @@ def test_list_label_selectors_all_operators(leases: client.CoordinationV1Api) ->
 def test_list_field_selectors_and_all_namespaces(
     apiserver: ApiServer, leases: client.CoordinationV1Api, core: client.CoreV1Api
 ) -> None:
-    core.create_namespace({"metadata": {"name": "other"}})
+    core.create_namespace(raw_body(client.V1Namespace, {"metadata": {"name": "other"}}))
     leases.create_namespaced_lease("default", lease("x"))
     leases.create_namespaced_lease("other", lease("x"))
     leases.create_namespaced_lease("other", lease("y"))
     everywhere = leases.list_lease_for_all_namespaces(field_selector="metadata.name=x")
-    assert sorted(i.metadata.namespace for i in everywhere.items) == ["default", "other"]
+    assert sorted(present(meta(i).namespace) for i in everywhere.items) == ["default", "other"]
     only_other = leases.list_lease_for_all_namespaces(
         field_selector="metadata.namespace=other,metadata.name!=x"
     )
-    assert [i.metadata.name for i in only_other.items] == ["y"]
+    assert [name_of(i) for i in only_other.items] == ["y"]
     with pytest.raises(ApiException) as bad:
         leases.list_namespaced_lease("default", field_selector="spec.holderIdentity=a")
     assert bad.value.status == 400 and "field label not supported" in status_of(bad.value)["message"]
@@ -254,13 +276,15 @@ def test_list_field_selectors_and_all_namespaces(
 
 def test_list_pagination(core: client.CoreV1Api) -> None:
     for i in range(5):
-        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm{i}"}})
+        core.create_namespaced_config_map(
+            "default", raw_body(client.V1ConfigMap, {"metadata": {"name": f"cm{i}"}})
+        )
     page = core.list_namespaced_config_map("default", limit=2)
-    seen = [c.metadata.name for c in page.items]
-    assert page.metadata.remaining_item_count == 3
-    while page.metadata._continue:
-        page = core.list_namespaced_config_map("default", limit=2, _continue=page.metadata._continue)
-        seen += [c.metadata.name for c in page.items]
+    seen = [name_of(c) for c in page.items]
+    assert present(page.metadata).remaining_item_count == 3
+    while present(page.metadata)._continue:
+        page = core.list_namespaced_config_map("default", limit=2, _continue=present(page.metadata)._continue)
+        seen += [name_of(c) for c in page.items]
     assert seen == [f"cm{i}" for i in range(5)]
 
 
@@ -271,35 +295,43 @@ def test_namespace_must_exist(leases: client.CoordinationV1Api) -> None:
 
 
 def test_secret_string_data_and_statefulset_scale(apiserver: ApiServer, core: client.CoreV1Api) -> None:
-    secret = core.create_namespaced_secret("default", {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    secret = core.create_namespaced_secret(
+        "default", raw_body(client.V1Secret, {"metadata": {"name": "s"}, "stringData": {"k": "v"}})
+    )
     assert secret.data == {"k": "dg=="} and secret.type == "Opaque"
     apps = client.AppsV1Api(apiserver.api_client())
     apps.create_namespaced_stateful_set(
         "default",
-        {
-            "metadata": {"name": "web"},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "web"}},
-                "serviceName": "web",
-                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}},
+        raw_body(
+            client.V1StatefulSet,
+            {
+                "metadata": {"name": "web"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "serviceName": "web",
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": [{"name": "c"}]},
+                    },
+                },
             },
-        },
+        ),
     )
     scale = apps.read_namespaced_stateful_set_scale("web", "default")
-    assert (scale.spec.replicas, scale.status.selector) == (2, "app=web")
+    assert (present(scale.spec).replicas, present(scale.status).selector) == (2, "app=web")
     patched = apps.patch_namespaced_stateful_set_scale("web", "default", {"spec": {"replicas": 4}})
-    assert patched.spec.replicas == 4
+    assert present(patched.spec).replicas == 4
     sts = apps.read_namespaced_stateful_set("web", "default")
-    assert sts.spec.replicas == 4 and sts.metadata.generation == 2
+    assert present(sts.spec).replicas == 4 and meta(sts).generation == 2
     scale = apps.read_namespaced_stateful_set_scale("web", "default")
-    scale.spec.replicas = 1
+    present(scale.spec).replicas = 1
     apps.replace_namespaced_stateful_set_scale("web", "default", scale)
-    scale.spec.replicas = 3
+    present(scale.spec).replicas = 3
     with pytest.raises(ApiException) as stale:
         apps.replace_namespaced_stateful_set_scale("web", "default", scale)
     assert stale.value.status == 409
-    assert apps.read_namespaced_stateful_set("web", "default").spec.replicas == 1
+    assert present(apps.read_namespaced_stateful_set("web", "default").spec).replicas == 1
 
 
 def test_every_builtin_resource_round_trips_through_its_typed_api(apiserver: ApiServer) -> None:

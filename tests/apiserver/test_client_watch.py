@@ -9,23 +9,26 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from shardsync.local.apiserver import ApiServer
+from tests.kubeclient import Watch, raw_body, version_of
 
 MakeApiServer = Callable[..., Any]
 
 
-def cm(name: str, labels: dict[str, str] | None = None, data: str = "1") -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels or {}}, "data": {"v": data}}
+def cm(name: str, labels: dict[str, str] | None = None, data: str = "1") -> client.V1ConfigMap:
+    return raw_body(
+        client.V1ConfigMap, {"metadata": {"name": name, "labels": labels or {}}, "data": {"v": data}}
+    )
 
 
 def collect(
     stream_fn: Callable[..., Any], *args: Any, count: int, timeout: int = 5, **kwargs: Any
 ) -> list[Any]:
     """Reads `count` events (or until the server-side timeout) with the client's Watch."""
-    w = watch.Watch()
+    w = Watch()
     events = []
     for event in w.stream(stream_fn, *args, timeout_seconds=timeout, **kwargs):
         events.append(event)
@@ -41,7 +44,7 @@ def core(apiserver: ApiServer) -> client.CoreV1Api:
 
 def test_watch_from_resource_version_sees_only_later_events(core: client.CoreV1Api) -> None:
     core.create_namespaced_config_map("default", cm("before"))
-    start = core.list_namespaced_config_map("default").metadata.resource_version
+    start = version_of(core.list_namespaced_config_map("default"))
     core.create_namespaced_config_map("default", cm("a"))
     core.patch_namespaced_config_map("a", "default", {"data": {"v": "2"}})
     core.delete_namespaced_config_map("a", "default")
@@ -65,7 +68,7 @@ def test_watch_without_version_starts_with_synthetic_added(core: client.CoreV1Ap
 
 def test_watch_with_a_selector_sees_objects_enter_and_leave(core: client.CoreV1Api) -> None:
     core.create_namespaced_config_map("default", cm("o", {"team": "a"}))
-    start = core.list_namespaced_config_map("default").metadata.resource_version
+    start = version_of(core.list_namespaced_config_map("default"))
     core.patch_namespaced_config_map("o", "default", {"metadata": {"labels": {"team": "b"}}})
     core.create_namespaced_config_map("default", cm("other", {"team": "b"}))
     core.patch_namespaced_config_map("o", "default", {"metadata": {"labels": {"team": "a"}}})
@@ -79,8 +82,8 @@ def test_watch_with_a_selector_sees_objects_enter_and_leave(core: client.CoreV1A
 
 
 def test_watch_one_object_by_field_selector_across_namespaces(core: client.CoreV1Api) -> None:
-    core.create_namespace({"metadata": {"name": "n2"}})
-    start = core.list_namespace().metadata.resource_version
+    core.create_namespace(raw_body(client.V1Namespace, {"metadata": {"name": "n2"}}))
+    start = version_of(core.list_namespace())
     core.create_namespaced_config_map("n2", cm("skip"))
     core.create_namespaced_config_map("n2", cm("want"))
     events = collect(
@@ -96,8 +99,8 @@ def test_bookmarks_carry_the_current_version(make_apiserver: MakeApiServer) -> N
     server: ApiServer = make_apiserver(bookmark_interval=0.2)
     core = client.CoreV1Api(server.api_client())
     core.create_namespaced_config_map("default", cm("a"))
-    start = core.list_namespaced_config_map("default").metadata.resource_version
-    core.create_namespace({"metadata": {"name": "elsewhere"}})
+    start = version_of(core.list_namespaced_config_map("default"))
+    core.create_namespace(raw_body(client.V1Namespace, {"metadata": {"name": "elsewhere"}}))
     events = collect(
         core.list_namespaced_config_map,
         "default",
@@ -133,14 +136,14 @@ def test_timeout_seconds_ends_the_stream(core: client.CoreV1Api) -> None:
 def test_too_old_version_is_410_expired(make_apiserver: MakeApiServer) -> None:
     server: ApiServer = make_apiserver(window=3)
     core = client.CoreV1Api(server.api_client())
-    start = core.list_namespaced_config_map("default").metadata.resource_version
+    start = version_of(core.list_namespaced_config_map("default"))
     for i in range(5):
         core.create_namespaced_config_map("default", cm(f"c{i}"))
     with pytest.raises(ApiException) as exc:
         collect(core.list_namespaced_config_map, "default", count=1, resource_version=start)
     assert exc.value.status == 410
     assert "Expired" in str(exc.value.reason) and "too old resource version" in str(exc.value.reason)
-    recent = str(int(core.list_namespaced_config_map("default").metadata.resource_version) - 2)
+    recent = str(int(version_of(core.list_namespaced_config_map("default"))) - 2)
     assert len(collect(core.list_namespaced_config_map, "default", count=2, resource_version=recent)) == 2
 
 
@@ -149,7 +152,7 @@ def test_watches_do_not_block_other_requests(apiserver: ApiServer, core: client.
 
     def watcher() -> None:
         api = client.CoreV1Api(apiserver.api_client())
-        w = watch.Watch()
+        w = Watch()
         for event in w.stream(
             api.list_namespaced_config_map, "default", resource_version="", timeout_seconds=10
         ):
@@ -179,7 +182,7 @@ def test_stopping_the_server_ends_open_watches(make_apiserver: MakeApiServer) ->
     def watcher() -> None:
         api = client.CoreV1Api(server.api_client())
         try:
-            for _ in watch.Watch().stream(
+            for _ in Watch().stream(
                 api.list_namespaced_config_map, "default", resource_version="", timeout_seconds=30
             ):
                 pass
@@ -200,7 +203,7 @@ def test_stopping_the_server_ends_open_watches(make_apiserver: MakeApiServer) ->
 def test_a_watch_the_client_abandons_frees_its_connection(apiserver: ApiServer) -> None:
     api = client.CoreV1Api(apiserver.api_client())
     before = apiserver.open_connections
-    w = watch.Watch()
+    w = Watch()
     for _ in w.stream(api.list_namespace, resource_version="", timeout_seconds=30):
         w.stop()
         break

@@ -12,6 +12,7 @@ from kubernetes import client
 
 from bench.apiserver import get_replace_rate
 from shardsync.local.apiserver import ApiServer
+from tests.kubeclient import meta, present, raw_body
 
 WORKER = textwrap.dedent("""
     import sys
@@ -48,7 +49,10 @@ def test_four_processes_contending_on_one_lease_lose_no_update(apiserver: ApiSer
     per_process = 60
     leases = client.CoordinationV1Api(apiserver.api_client())
     leases.create_namespaced_lease(
-        "default", {"metadata": {"name": "contended", "annotations": {"count": "0"}}, "spec": {}}
+        "default",
+        raw_body(
+            client.V1Lease, {"metadata": {"name": "contended", "annotations": {"count": "0"}}, "spec": {}}
+        ),
     )
     procs = [
         subprocess.Popen(
@@ -78,7 +82,7 @@ def test_four_processes_contending_on_one_lease_lose_no_update(apiserver: ApiSer
                 proc.kill()
                 proc.wait(10)
     final = leases.read_namespaced_lease("contended", "default")
-    assert final.metadata.annotations["count"] == str(4 * per_process)
+    assert present(meta(final).annotations)["count"] == str(4 * per_process)
     assert conflicts > 0, "the workers never actually contended"
 
 

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 import urllib3
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client import ApiException
 
 from shardsync.local.apiserver import ApiServer, ApiServerProcess
+from tests.kubeclient import Watch, meta, name_of, present, raw_body, version_of
 
 MakeApiServer = Callable[..., Any]
 
@@ -27,8 +28,8 @@ def leases_for(server: ApiServer | ApiServerProcess, agent: str | None = None) -
     return client.CoordinationV1Api(api)
 
 
-def lease(name: str) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"holderIdentity": "x"}}
+def lease(name: str) -> client.V1Lease:
+    return raw_body(client.V1Lease, {"metadata": {"name": name}, "spec": {"holderIdentity": "x"}})
 
 
 def test_pause_answers_503_until_resumed_or_expired(apiserver: ApiServer) -> None:
@@ -36,7 +37,7 @@ def test_pause_answers_503_until_resumed_or_expired(apiserver: ApiServer) -> Non
     apiserver.faults.pause()
     with pytest.raises(ApiException) as exc:
         leases.list_namespaced_lease("default")
-    assert exc.value.status == 503 and json.loads(exc.value.body)["reason"] == "ServiceUnavailable"
+    assert exc.value.status == 503 and json.loads(present(exc.value.body))["reason"] == "ServiceUnavailable"
     apiserver.faults.resume()
     leases.list_namespaced_lease("default")
     apiserver.faults.pause(seconds=0.3)
@@ -50,7 +51,12 @@ def test_pause_in_hang_mode_holds_requests_until_resumed(apiserver: ApiServer) -
     leases = leases_for(apiserver)
     apiserver.faults.pause(mode="hang")
     done = threading.Event()
-    thread = threading.Thread(target=lambda: (leases.list_namespaced_lease("default"), done.set()))
+
+    def list_then_signal() -> None:
+        leases.list_namespaced_lease("default")
+        done.set()
+
+    thread = threading.Thread(target=list_then_signal)
     thread.start()
     assert not done.wait(0.5)
     apiserver.faults.resume()
@@ -66,12 +72,12 @@ def test_refusing_one_client_leaves_the_others_alone(apiserver: ApiServer) -> No
     with pytest.raises(ApiException) as exc:
         cut.read_namespaced_lease("l", "default")
     assert exc.value.status == 503
-    assert other.read_namespaced_lease("l", "default").metadata.name == "l"
+    assert name_of(other.read_namespaced_lease("l", "default")) == "l"
     apiserver.faults.refuse(user_agent="replica-1", mode="drop")
     with pytest.raises(urllib3.exceptions.HTTPError):
         cut.read_namespaced_lease("l", "default")
     apiserver.faults.allow(user_agent="replica-1")
-    assert cut.read_namespaced_lease("l", "default").metadata.name == "l"
+    assert name_of(cut.read_namespaced_lease("l", "default")) == "l"
 
 
 def test_refusing_by_header(apiserver: ApiServer) -> None:
@@ -92,7 +98,7 @@ def test_a_refused_clients_watch_is_cut(apiserver: ApiServer) -> None:
 
     def watcher() -> None:
         try:
-            for _ in watch.Watch().stream(leases.list_namespaced_lease, "default", timeout_seconds=20):
+            for _ in Watch().stream(leases.list_namespaced_lease, "default", timeout_seconds=20):
                 pass
             outcome.append(None)
         except Exception as exc:
@@ -113,14 +119,14 @@ def test_in_process_restart_keeps_objects_and_version(apiserver: ApiServer) -> N
     apiserver.restart()
     assert apiserver.port == port
     again = leases_for(apiserver).read_namespaced_lease("keep", "default")
-    assert again.metadata.resource_version == made.metadata.resource_version
-    assert again.metadata.uid == made.metadata.uid
+    assert version_of(again) == version_of(made)
+    assert meta(again).uid == meta(made).uid
     with pytest.raises(ApiException) as exc:
-        for _ in watch.Watch().stream(
+        for _ in Watch().stream(
             leases.list_namespaced_lease,
             "default",
             timeout_seconds=2,
-            resource_version=str(int(made.metadata.resource_version) - 1),
+            resource_version=str(int(version_of(made)) - 1),
         ):
             pass
     assert exc.value.status == 410
@@ -133,7 +139,7 @@ def test_data_dir_snapshot_survives_a_new_server(make_apiserver: MakeApiServer, 
     first.stop()
     second: ApiServer = make_apiserver(data_dir=tmp_path / "data", port=first.port)
     assert second.store.resource_version == rv
-    assert leases_for(second).read_namespaced_lease("persisted", "default").metadata.name == "persisted"
+    assert name_of(leases_for(second).read_namespaced_lease("persisted", "default")) == "persisted"
 
 
 def _admin(url: str, action: str, method: str = "POST") -> dict[str, Any]:
@@ -167,7 +173,7 @@ def test_child_process_faults_over_http_and_restart_with_data_dir(
     proc.restart()
     assert proc.port == port
     assert _admin(proc.url, "state", "GET")["resourceVersion"] == rv
-    assert leases_for(proc).read_namespaced_lease("p", "default").metadata.name == "p"
+    assert name_of(leases_for(proc).read_namespaced_lease("p", "default")) == "p"
 
 
 def test_stop_does_not_wait_for_requests_held_by_a_hang(make_apiserver: MakeApiServer) -> None:

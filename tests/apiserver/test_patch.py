@@ -54,7 +54,7 @@ def test_merge_patch_never_mutates_and_is_idempotent(target: dict[str, Any], pat
 
 
 def test_json_patch_operations_and_errors() -> None:
-    obj = {"metadata": {"name": "x", "resourceVersion": "5"}, "spec": {"items": [1, 2]}}
+    obj: dict[str, Any] = {"metadata": {"name": "x", "resourceVersion": "5"}, "spec": {"items": [1, 2]}}
     ops = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": "5"},
         {"op": "add", "path": "/spec/items/-", "value": 3},

@@ -9,14 +9,21 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from shardsync.local.apiserver.errors import ApiError
-from shardsync.local.apiserver.resources import ResourceTable
+from shardsync.local.apiserver.resources import Resource, ResourceTable
 from shardsync.local.apiserver.store import Store
 from shardsync.local.apiserver.watch import WatchSpec, translate
 from shardsync.selectors import parse_selector
 
 TABLE = ResourceTable()
-CM = TABLE.lookup("", "v1", "configmaps")
-assert CM is not None
+
+
+def _configmaps() -> Resource:
+    found = TABLE.lookup("", "v1", "configmaps")
+    assert found is not None
+    return found
+
+
+CM = _configmaps()
 
 names = st.sampled_from(["a", "b", "c", "d"])
 teams = st.sampled_from(["red", "blue", None])

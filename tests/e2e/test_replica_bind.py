@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
 from tests.bind import BindServer, find_named
+from tests.kubeclient import raw_body
 from tests.processes import Processes, free_port, processes, wait_ready
 from tests.waits import eventually_sync
 
@@ -55,13 +55,16 @@ def procs(tmp_path: Path) -> Iterator[Processes]:
         yield group
 
 
-def lb_service(name: str, host: str, ip: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": {"external-dns.alpha.kubernetes.io/hostname": host}},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    }
+def lb_service(name: str, host: str, ip: str) -> k8s.V1Service:
+    return raw_body(
+        k8s.V1Service,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "annotations": {"external-dns.alpha.kubernetes.io/hostname": host}},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+        },
+    )
 
 
 def set_lb_ip(core: k8s.CoreV1Api, name: str, ip: str) -> None:

@@ -20,6 +20,7 @@ from shardsync.local.launcher import Launcher, LocalOptions
 from shardsync.local.table import ReplicaSnapshot, progress, render
 from shardsync.sources.crd import dnsendpoint_endpoints
 from shardsync.sources.service import service_endpoints
+from tests.kubeclient import as_dict, present, unparsed
 from tests.waits import eventually_sync
 
 ZONES = ["zone-0000.example", "zone-0001.example", "zone-0002.example"]
@@ -39,12 +40,14 @@ def test_seeded_objects_ask_for_records_in_every_zone(apiserver: ApiServer) -> N
     assert seed.seed_objects(api, ZONES, 3) == len(ZONES) * 4
     services = k8s.CoreV1Api(api).list_namespaced_service(seed.NAMESPACE, _preload_content=False)
     custom = k8s.CustomObjectsApi(api)
-    endpoints = custom.list_namespaced_custom_object(
-        seed.CRD_GROUP, seed.CRD_VERSION, seed.NAMESPACE, seed.CRD_PLURAL
+    endpoints = as_dict(
+        custom.list_namespaced_custom_object(
+            seed.CRD_GROUP, seed.CRD_VERSION, seed.NAMESPACE, seed.CRD_PLURAL
+        )
     )
     import orjson
 
-    svc_items = orjson.loads(services.data)["items"]
+    svc_items = orjson.loads(unparsed(services))["items"]
     names = set()
     for obj in svc_items:
         names |= {e.dns_name for e in service_endpoints(obj).endpoints}
@@ -64,7 +67,10 @@ def test_statefulset_is_created_then_scaled(apiserver: ApiServer) -> None:
     assert apps.read_namespaced_stateful_set(seed.STATEFULSET, seed.NAMESPACE).spec.replicas == 3
     seed.set_replicas(api, 5)
     sts = apps.read_namespaced_stateful_set(seed.STATEFULSET, seed.NAMESPACE)
-    assert sts.spec.replicas == 5 and sts.spec.selector.match_labels["app.kubernetes.io/name"] == "shardsync"
+    assert (
+        sts.spec.replicas == 5
+        and present(sts.spec.selector.match_labels)["app.kubernetes.io/name"] == "shardsync"
+    )
 
 
 def test_addresses_are_distinct_test_addresses() -> None:
@@ -232,7 +238,12 @@ def test_reconcile_behaves_like_a_statefulset(stand_in: StandInLauncher) -> None
     launcher.reconcile()
     assert launcher.slots[2].stopping_since is not None and launcher.slots[1].stopping_since is not None
     assert launcher.slots[0].stopping_since is None
-    eventually_sync(lambda: (launcher.reconcile(), sorted(launcher.slots) == [0])[1], within=15)
+
+    def scaled_down() -> bool:
+        launcher.reconcile()
+        return sorted(launcher.slots) == [0]
+
+    eventually_sync(scaled_down, within=15)
     assert all(not first[o].alive() for o in (1, 2)) and first[0].alive()  # type: ignore[union-attr]
     # a replica that dies on its own is restarted after a delay, with a new process
     crashed = launcher.slots[0].child
@@ -243,7 +254,10 @@ def test_reconcile_behaves_like_a_statefulset(stand_in: StandInLauncher) -> None
     assert slot.child is None and slot.restarts == 1 and slot.restart_at > time.monotonic()
     slot.restart_at = 0.0
     launcher.reconcile()
-    assert slot.child is not None and slot.child is not crashed and slot.child.alive()
+    # Read the slot again: mypy still has `slot.child` narrowed to None from the assert above.
+    assert launcher.slots[0] is slot
+    restarted = launcher.slots[0].child
+    assert restarted is not None and restarted is not crashed and restarted.alive()
     assert any("exited with" in e for e in launcher.events)
     # the run file lists every pid ever started
     import orjson
@@ -261,10 +275,12 @@ def test_scale_up_waits_for_the_old_process_of_an_ordinal(stand_in: StandInLaunc
     launcher.desired = 3  # back up before ordinal 2 has exited: no second process with its name
     launcher.reconcile()
     assert launcher.slots[2].child is old and launcher.slots[2].stopping_since is not None
-    eventually_sync(
-        lambda: (launcher.reconcile(), 2 in launcher.slots and launcher.slots[2].child is not old)[1],
-        within=15,
-    )
+
+    def replaced() -> bool:
+        launcher.reconcile()
+        return 2 in launcher.slots and launcher.slots[2].child is not old
+
+    eventually_sync(replaced, within=15)
     assert old is not None and not old.alive()
 
 

@@ -158,6 +158,7 @@ def test_cluster_view_owners_match_the_ring_and_states_follow_the_leases() -> No
     expected_state = {"shardsync-0": "active", "shardsync-1": "orphaned", "shardsync-2": "pending"}
     for row in view.zones:
         assert row.owner == a.owner_of(row.zone)
+        assert row.owner is not None
         assert row.state == expected_state[row.owner]
     assert {r.zone: r.owner for r in view.zones}["zone-0001.example"] == "shardsync-2"
     counts = {m.identity: m.zones for m in view.members}

@@ -22,6 +22,7 @@ from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.membership import MemberLease
 from shardsync.shards.view import parse_view
+from tests.kubeclient import raw_body
 from tests.processes import free_port
 
 GENERATION = 4
@@ -186,19 +187,22 @@ def publish(apiserver: ApiServer, a: Assignment, members: dict[str, dict[str, An
     """Write what a coordinator and its members would: the assignment, member leases, coordinator lease."""
     api = apiserver.api_client()
     core, coordination = k8s.CoreV1Api(api), k8s.CoordinationV1Api(api)
-    core.create_namespaced_config_map("default", a.to_configmap("shardsync"))
+    core.create_namespaced_config_map("default", raw_body(k8s.V1ConfigMap, a.to_configmap("shardsync")))
     now = datetime.now(UTC)
     for identity, changes in members.items():
         from dataclasses import replace
 
         lease = replace(MemberLease.new("shardsync", identity, now), **changes)
-        coordination.create_namespaced_lease("default", lease.to_object())
+        coordination.create_namespaced_lease("default", raw_body(k8s.V1Lease, lease.to_object()))
     coordination.create_namespaced_lease(
         "default",
-        {
-            "metadata": {"name": "shardsync-coordinator"},
-            "spec": {"holderIdentity": "shardsync-0", "leaseDurationSeconds": 15},
-        },
+        raw_body(
+            k8s.V1Lease,
+            {
+                "metadata": {"name": "shardsync-coordinator"},
+                "spec": {"holderIdentity": "shardsync-0", "leaseDurationSeconds": 15},
+            },
+        ),
     )
 
 
@@ -238,8 +242,8 @@ def test_from_cluster_objects(
     # the table without a zone list: members and the assignment only, and a note saying so
     code, out, _ = shards(capsys, *base)
     assert code == 0 and "generation 9" in out and "note: zone list unknown" in out
-    row = next(line for line in out.splitlines() if line.startswith("shardsync-1 "))
-    assert row.split()[:5] == ["shardsync-1", "draining", "1", "-", "9"]
+    member_line = next(line for line in out.splitlines() if line.startswith("shardsync-1 "))
+    assert member_line.split()[:5] == ["shardsync-1", "draining", "1", "-", "9"]
 
     # --explain is exact from the cluster: the pin is seen
     code, out, _ = shards(capsys, *base, "--explain", "zone-0000.example")

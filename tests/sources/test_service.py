@@ -47,7 +47,7 @@ PRIVATE_NODES = {"n1": node("n1", ("InternalIP", "10.0.0.1")), "n2": node("n2", 
     ],
 )
 def test_load_balancer(lb: list[dict[str, str]], external_ips: list[str] | None, want: set[Any]) -> None:
-    spec = {"externalIPs": external_ips} if external_ips else {}
+    spec: dict[str, Any] = {"externalIPs": external_ips} if external_ips else {}
     result = service_endpoints(service(annotations=HOST, lb=lb, **spec))
     assert records(result) == want
     assert result.problems == []

@@ -25,8 +25,10 @@ from shardsync.manifests import load_crd
 from shardsync.sources import watcher as watcher_module
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.options import SourceOptions
+from shardsync.sources.service import service_endpoints
 from shardsync.sources.watcher import INVALID_REASON, SourceWatcher, WatchOptions
 from tests.conftest import MakeApiServer
+from tests.kubeclient import raw_body
 from tests.waits import eventually
 
 pytestmark = pytest.mark.anyio
@@ -583,15 +585,18 @@ async def test_initial_sync_translates_each_service_once(
             members = []
             for p in range(pods_each):
                 pod_name = f"{name}-{p}"
-                core.create_namespaced_pod("default", pod(pod_name, name, hostname=pod_name))
+                core.create_namespaced_pod(
+                    "default", raw_body(client.V1Pod, pod(pod_name, name, hostname=pod_name))
+                )
                 members.append((pod_name, f"10.{s}.0.{p + 1}", True))
             body = service(name, {HOSTNAME: f"{name}.ex.com"}, type_="ClusterIP", clusterIP="None")
-            core.create_namespaced_service("default", body)
-            discovery.create_namespaced_endpoint_slice("default", endpoint_slice(f"{name}-x", name, *members))
+            core.create_namespaced_service("default", raw_body(client.V1Service, body))
+            slice_ = endpoint_slice(f"{name}-x", name, *members)
+            discovery.create_namespaced_endpoint_slice("default", raw_body(client.V1EndpointSlice, slice_))
 
     await anyio.to_thread.run_sync(populate)
     translated: list[str] = []
-    real = watcher_module.service_endpoints
+    real = service_endpoints  # what the watcher module imported, before the patch below
 
     def counting(svc: Any, *args: Any, **kwargs: Any) -> Any:
         translated.append(svc["metadata"]["name"])
