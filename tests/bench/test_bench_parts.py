@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -166,7 +167,7 @@ def test_cpu_meter_sees_a_busy_child() -> None:
 
 
 def test_derive_speedup_efficiency_and_vs_active_passive() -> None:
-    result = {
+    result: dict[str, Any] = {
         "sharded": {
             "1": {"zones_per_second": 10.0, "steady_reconciles_per_second": 100.0, "cpu_bound": False},
             "2": {
