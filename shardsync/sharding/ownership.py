@@ -96,6 +96,7 @@ class ShardedOwnership:
         self.dropped: dict[str, int] = {}  # zone -> generation under which its fence refused our write
         self._read_epoch = -1  # the member loop's fence epoch our view was (re)read under
         self._view_read_at = math.inf  # when we got hold of the view (monotonic)
+        self._fresh_view_asked_for = math.nan  # the view read for which an early renewal was asked
         self._requalify = False  # a generation was skipped: kept zones go through rule 4 again
         self._draining = False
         self._stopping = False
@@ -264,6 +265,11 @@ class ShardedOwnership:
             return self.timings.renew_interval
         synced_at = self.members.tracker.synced_at
         if not self.may_write() or synced_at is None or synced_at < self._view_read_at:
+            if self.may_write() and self._fresh_view_asked_for != self._view_read_at:
+                # Waiting for the next regular renewal would leave gained zones unowned for up to a renew
+                # interval (a restarted replica's parked zones, say): ask for the renewal now.
+                self._fresh_view_asked_for = self._view_read_at
+                self.members.renew_soon()
             log.debug(
                 "acquiring waits for a fresh member view",
                 zones=len(self.pending),
