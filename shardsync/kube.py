@@ -123,6 +123,15 @@ class Kube:
 
         return await anyio.to_thread.run_sync(blocking, limiter=self._calls)
 
+    async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any] | None:
+        """`call` for a read of one object: None when it does not exist (404), KubeError otherwise."""
+        try:
+            return await self.call(fn, *args, **kwargs)
+        except KubeError as exc:
+            if exc.not_found:
+                return None
+            raise
+
     async def watch(
         self,
         fn: Callable[..., Any],

@@ -82,6 +82,7 @@ async def test_errors_are_kube_errors_with_status(apiserver: ApiServer) -> None:
     with pytest.raises(KubeError) as err:
         await kube.call(kube.coordination.read_namespaced_lease, "missing", "default")
     assert err.value.not_found
+    assert await kube.read(kube.coordination.read_namespaced_lease, "missing", "default") is None
     await kube.call(kube.coordination.create_namespaced_lease, "default", lease("dup", "a"))
     with pytest.raises(KubeError) as err:
         await kube.call(kube.coordination.create_namespaced_lease, "default", lease("dup", "a"))

@@ -15,7 +15,7 @@ import anyio
 from prometheus_client import Counter
 
 from shardsync.informer import Informer
-from shardsync.kube import Kube, KubeError
+from shardsync.kube import Kube
 from shardsync.logs import get_logger
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name, is_successor
 from shardsync.sharding.notify import Notifier
@@ -59,17 +59,13 @@ class AssignmentWatch:
 
     async def refresh(self) -> Assignment | None:
         """Read the ConfigMap now (KubeError when the API cannot be read) and return the newest good view."""
-        try:
-            body = await self.kube.call(
-                self.kube.core.read_namespaced_config_map,
-                self.name,
-                self.namespace,
-                **self.timings.request_kwargs,
-            )
-        except KubeError as exc:
-            if not exc.not_found:
-                raise
-        else:
+        body = await self.kube.read(
+            self.kube.core.read_namespaced_config_map,
+            self.name,
+            self.namespace,
+            **self.timings.request_kwargs,
+        )
+        if body is not None:
             self.offer(body)
         return self.current
 

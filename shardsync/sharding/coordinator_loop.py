@@ -150,18 +150,13 @@ class Candidate:
             self.changed.notify()
 
     async def _read(self) -> CoordinatorLease | None:
-        try:
-            body = await self.kube.call(
-                self.kube.coordination.read_namespaced_lease,
-                self.name,
-                self.namespace,
-                **self.timings.request_kwargs,
-            )
-        except KubeError as exc:
-            if exc.not_found:
-                return None
-            raise
-        return CoordinatorLease.from_object(body, self.election.instance)
+        body = await self.kube.read(
+            self.kube.coordination.read_namespaced_lease,
+            self.name,
+            self.namespace,
+            **self.timings.request_kwargs,
+        )
+        return None if body is None else CoordinatorLease.from_object(body, self.election.instance)
 
     async def _write(self, record: CoordinatorLease, create: bool) -> dict[str, Any]:
         if create:

@@ -236,18 +236,13 @@ class MemberLoop:
         return False
 
     async def _read(self) -> MemberLease | None:
-        try:
-            body = await self.kube.call(
-                self.kube.coordination.read_namespaced_lease,
-                self.name,
-                self.namespace,
-                **self.timings.request_kwargs,
-            )
-        except KubeError as exc:
-            if exc.not_found:
-                return None
-            raise
-        return MemberLease.from_object(body, self.instance)
+        body = await self.kube.read(
+            self.kube.coordination.read_namespaced_lease,
+            self.name,
+            self.namespace,
+            **self.timings.request_kwargs,
+        )
+        return None if body is None else MemberLease.from_object(body, self.instance)
 
     def _next_record(self, current: MemberLease | None) -> MemberLease:
         wall = self.clock.now()
