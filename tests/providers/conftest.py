@@ -1,5 +1,6 @@
 """Fixtures for provider tests: one real BIND 9 per test session, and a fresh zone for each test.
 
+`server` serves the test module's `store` fixture over HTTP (the fake provider server, loopback).
 `bind_server` starts `named` once (tests/bind.py) with a pool of empty zones and yields the running
 BindServer (host, port, key_name, secret, algorithm, zones). Each test takes its own zone from the pool
 with `fresh_zone`, so tests never see each other's records and BIND is not restarted between them.
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from shardsync.providers.fake import FakeStore
+from shardsync.providers.fake_server import FakeServer
 from tests.bind import BindServer, find_named
 
 ZONE_POOL = 64
@@ -22,6 +25,17 @@ _zone_counter = itertools.count()
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def server(store: FakeStore) -> Iterator[FakeServer]:
+    """The fake provider's HTTP server over the test module's `store`, on a free loopback port."""
+    srv = FakeServer(store, host="127.0.0.1", port=0)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
 
 
 @pytest.fixture(scope="session")

@@ -34,25 +34,10 @@ Z0 = "zone-0000.example"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def store() -> FakeStore:
     store = FakeStore()
     store.seed(3, 2)
     return store
-
-
-@pytest.fixture
-def server(store: FakeStore) -> Iterator[FakeServer]:
-    srv = FakeServer(store, host="127.0.0.1", port=0)
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture

@@ -38,11 +38,6 @@ Z1 = "zone-0001.example"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def store() -> FakeStore:
     store = FakeStore()
     store.seed(3, 2)

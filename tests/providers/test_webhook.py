@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -31,26 +31,11 @@ SUB = "sub.zone-0000.example"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def store() -> FakeStore:
     store = FakeStore()
     store.seed(2, 2)
     store.add_zone(SUB, [Endpoint.new(f"deep.{SUB}", "A", ["192.0.2.7"])])
     return store
-
-
-@pytest.fixture
-def server(store: FakeStore) -> Iterator[FakeServer]:
-    srv = FakeServer(store, host="127.0.0.1", port=0)
-    srv.start()
-    try:
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture
