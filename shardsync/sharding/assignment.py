@@ -374,10 +374,7 @@ class Publisher:
             self._pending.layout = layout
             self._pending.last_change = now
         pending = self._pending
-        settled = now >= min(
-            pending.last_change + self.config.settle, pending.first_change + self.config.max_delay
-        )
-        if not settled and not self._only_crashed_members_left(layout, statuses):
+        if now < min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay):
             return None
         return Assignment(
             generation=self.next_generation(),
@@ -386,25 +383,6 @@ class Publisher:
             pins=dict(layout.pins),
             created_at=rfc3339(wall),
             coordinator=self.identity,
-        )
-
-    def _only_crashed_members_left(self, layout: Layout, statuses: Mapping[str, MemberStatus]) -> bool:
-        """Whether `layout` differs from the current one only by members whose lease expired.
-
-        Such a change is published without the settle delay: the settle delay batches planned bursts
-        (scaling, several restarts), but a crashed member's zones are unowned until the next generation, so
-        waiting only lengthens the outage. Joins, drains, weights and pins still settle.
-        """
-        current = self.current
-        if current is None or layout.ring != current.ring or layout.pins != current.layout.pins:
-            return False
-        before = {m.identity: m for m in current.members}
-        after = {m.identity: m for m in layout.members}
-        if any(before.get(identity) != member for identity, member in after.items()):
-            return False
-        gone = before.keys() - after.keys()
-        return bool(gone) and all(
-            identity in statuses and statuses[identity].state is MemberState.EXPIRED for identity in gone
         )
 
     def next_generation(self) -> int:

@@ -291,22 +291,6 @@ def test_expired_and_draining_members_are_dropped_after_settling() -> None:
     assert g2.generation == g1.generation + 1 and [m.identity for m in g2.members] == ["a"]
 
 
-def test_a_crashed_member_is_dropped_without_the_settle_delay() -> None:
-    clock = FakeClock()
-    pub = Publisher("a", PublisherConfig(settle=2.0))
-    g1 = publish(pub, clock, ready("a", "b", "c"))
-    crashed = {**ready("a", "b"), "c": status("c", MemberState.EXPIRED)}
-    g2 = pub.observe(crashed, {}, clock.monotonic(), clock.now())
-    assert g2 is not None and g2.generation == g1.generation + 1
-    assert [m.identity for m in g2.members] == ["a", "b"]
-    pub.committed(g2)
-    # a join still waits to settle
-    joined = {**ready("a", "b", "d")}
-    assert pub.observe(joined, {}, clock.monotonic(), clock.now()) is None
-    clock.advance(2.0)
-    assert pub.observe(joined, {}, clock.monotonic(), clock.now()) is not None
-
-
 def test_a_restarting_member_keeps_its_place_for_the_grace_period() -> None:
     clock = FakeClock()
     pub = Publisher("a", PublisherConfig(settle=2.0, restart_grace=30.0))
