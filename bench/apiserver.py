@@ -1,5 +1,6 @@
-"""Bench: get+replace pairs per second of one Lease from one official-client process against the embedded
-API server running in its own process (`python -m bench.apiserver [--seconds S] [--in-process]`)."""
+"""Bench: get+replace pairs per second of one Lease from one client process (shardsync.kube, over the
+official client) against the embedded API server running in its own process
+(`python -m bench.apiserver [--seconds S] [--in-process]`)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client
-
+from shardsync.kube import BlockingKube
 from shardsync.local.apiserver import ApiServerProcess, serve
+from shardsync.objects import LEASES
 
 
 def _pairs(api: Any, seconds: float) -> float:
-    leases = client.CoordinationV1Api(api)
-    body = client.V1Lease(
-        metadata=client.V1ObjectMeta(name="bench"), spec=client.V1LeaseSpec(lease_transitions=0)
-    )
-    leases.create_namespaced_lease("default", body)
+    kube = BlockingKube(api)
+    body = {"metadata": {"name": "bench"}, "spec": {"leaseTransitions": 0}}
+    kube.create(LEASES, body, namespace="default")
     count = 0
     start = time.perf_counter()
     deadline = start + seconds
     while time.perf_counter() < deadline:
-        lease = leases.read_namespaced_lease("bench", "default")
-        assert lease.spec is not None
-        lease.spec.lease_transitions = count
-        leases.replace_namespaced_lease("bench", "default", lease)
+        lease = kube.get(LEASES, "bench", namespace="default")
+        assert lease is not None
+        lease["spec"]["leaseTransitions"] = count
+        kube.replace(LEASES, "bench", lease, namespace="default")
         count += 1
     return count / (time.perf_counter() - start)
 

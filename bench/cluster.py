@@ -31,16 +31,18 @@ from typing import Any
 
 import httpx
 import orjson
-from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
+from shardsync.kube import BlockingKube, KubeError
 from shardsync.local import seed
 from shardsync.local.apiserver.client import api_client
 from shardsync.local.children import Child, stop_all
 from shardsync.local.launcher import Launcher, LocalOptions, free_port
+from shardsync.objects import CONFIGMAPS
 from shardsync.providers.fake import AuditEntry, zone_name
 from shardsync.providers.fake_client import FakeAdmin
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
+from shardsync.sources.service import SERVICES
 
 OWNER_ID = "bench"
 
@@ -121,7 +123,7 @@ class Cluster:
             ),
             out=self._launcher_out,
         )
-        self._api: Any = None
+        self._kube: BlockingKube | None = None
         self._admin: FakeAdmin | None = None
         self._http = httpx.Client(timeout=5.0)
 
@@ -136,16 +138,16 @@ class Cluster:
             raise ClusterError(str(exc)) from None
         infra = self.launcher.infra
         assert infra is not None
-        self._api = api_client(infra.api_url)
+        self._kube = BlockingKube(api_client(infra.api_url))
         self._admin = FakeAdmin(infra.provider_url)
         limits: dict[str, Any] = {"latency": self.spec.latency, "concurrency": self.spec.provider_concurrency}
         self._admin.set_limits(limits)
         return self
 
     @property
-    def api(self) -> Any:
-        assert self._api is not None, "cluster not started"
-        return self._api
+    def kube(self) -> BlockingKube:
+        assert self._kube is not None, "cluster not started"
+        return self._kube
 
     @property
     def admin(self) -> FakeAdmin:
@@ -165,36 +167,20 @@ class Cluster:
     def seed_objects(self, zones: Sequence[str], per_zone: int, threads: int = 4) -> None:
         """What `shardsync local` seeds, for `zones`: per zone a Service (one name) and a DNSEndpoint with
         `per_zone` names. Created from a few threads: the API server is a separate process."""
-        core: Any = k8s.CoreV1Api(self.api)
-        custom = k8s.CustomObjectsApi(self.api)
-
-        def create(index: int) -> None:
-            zone = zones[index]
-            core.create_namespaced_service(seed.NAMESPACE, seed.service(index, zone), _preload_content=False)
-            if per_zone > 0:
-                custom.create_namespaced_custom_object(
-                    seed.CRD_GROUP,
-                    seed.CRD_VERSION,
-                    seed.NAMESPACE,
-                    seed.CRD_PLURAL,
-                    seed.dns_endpoint(index, zone, per_zone),
-                    _preload_content=False,
-                )
-
         try:
             with ThreadPoolExecutor(max_workers=threads) as pool:
-                for future in [pool.submit(create, i) for i in range(len(zones))]:
+                jobs = [
+                    pool.submit(seed.seed_one, self.kube, i, zone, per_zone) for i, zone in enumerate(zones)
+                ]
+                for future in jobs:
                     future.result()
-        except k8s.ApiException as exc:
+        except KubeError as exc:
             raise ClusterError(f"seeding the API server failed: {exc.status} {exc.reason}") from None
 
     def set_service_address(self, index: int, address: str) -> None:
         """Point Service `web-<index>` at a new address (its record `web.<zone>` follows)."""
-        core: Any = k8s.CoreV1Api(self.api)
         name = seed.service(index, "x")["metadata"]["name"]
-        core.patch_namespaced_service(
-            name, seed.NAMESPACE, {"spec": {"externalIPs": [address]}}, _preload_content=False
-        )
+        self.kube.patch(SERVICES, name, {"spec": {"externalIPs": [address]}}, namespace=seed.NAMESPACE)
 
     def open_zones(self, count: int, foreign_per_zone: int = 0) -> list[str]:
         """Add zones 0..count-1 to the provider in one call (see the module docstring)."""
@@ -221,7 +207,7 @@ class Cluster:
         """StatefulSet scale: spec.replicas first, then start ordinals < count or send SIGTERM to those
         >= count. With `wait`, wait for them to exit (SIGKILL after the termination grace); otherwise they
         stay listed (and observed) until `reap()`."""
-        seed.set_replicas(self.api, count)
+        seed.set_replicas(self.kube, count)
         self.desired = count
         leaving = [r for o, r in sorted(self.replicas.items()) if o >= count]
         for replica in leaving:
@@ -319,13 +305,15 @@ class Cluster:
 
     def assignment(self) -> Assignment | None:
         """The published assignment (None: none yet, or unreadable)."""
-        core: Any = k8s.CoreV1Api(self.api)
         try:
-            cm = core.read_namespaced_config_map(configmap_name(seed.INSTANCE), seed.NAMESPACE)
-        except k8s.ApiException:
+            cm = self.kube.get(CONFIGMAPS, configmap_name(seed.INSTANCE), namespace=seed.NAMESPACE)
+        except KubeError:
             return None
+        if cm is None:
+            return None
+        data = cm.get("data")
         try:
-            return Assignment.from_configmap_data(cm.data)
+            return Assignment.from_configmap_data(data if isinstance(data, dict) else None)
         except CorruptAssignment:
             return None
 
@@ -410,8 +398,8 @@ class Cluster:
             finally:
                 if self._admin is not None:
                     self._admin.close()
-                if self._api is not None:
-                    self._api.close()
+                if self._kube is not None:
+                    self._kube.close()
                 self._http.close()
 
     def __enter__(self) -> Cluster:

@@ -20,6 +20,7 @@ from prometheus_client import Counter
 
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.objects import EVENTS as EVENT_OBJECTS
 
 log = get_logger(__name__)
 
@@ -99,11 +100,12 @@ class EventRecorder:
             name, count, first = seen
             self._seen[key] = (name, count + 1, first)
             try:
-                await self._kube.call(
-                    self._kube.core.patch_namespaced_event,
+                await self._kube.patch(
+                    EVENT_OBJECTS,
                     name,
-                    ref.namespace,
                     {"count": count + 1, "lastTimestamp": stamp},
+                    namespace=ref.namespace,
+                    patch_type="strategic",
                 )
                 return
             except KubeError as exc:
@@ -135,7 +137,7 @@ class EventRecorder:
             "reportingComponent": "shardsync",
             "reportingInstance": self._identity,
         }
-        await self._kube.call(self._kube.core.create_namespaced_event, ref.namespace, body)
+        await self._kube.create(EVENT_OBJECTS, body, namespace=ref.namespace)
 
     def close(self) -> None:
         self._send.close()

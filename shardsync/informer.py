@@ -19,6 +19,7 @@ from prometheus_client import Counter
 from shardsync.backoff import Backoff
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.objects import Resource, object_key, resource_version
 
 log = get_logger(__name__)
 
@@ -30,32 +31,30 @@ WATCH_ERRORS = Counter(
 RELISTS = Counter("shardsync_kube_relists_total", "Full relists after an expired watch", ["resource"])
 
 
-def object_key(obj: dict[str, Any]) -> str:
-    """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
-
-
 class Informer:
     """Keeps `cache` equal to the API's view of one list call (its filters included)."""
 
     def __init__(
         self,
         kube: Kube,
-        resource: str,
-        list_fn: Callable[..., Any],
-        *args: Any,
+        resource: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
         on_change: ChangeHandler | None = None,
+        on_error: Callable[[KubeError], None] | None = None,
         watch_timeout: int = 60,
-        **list_kwargs: Any,
+        name: str = "",
     ) -> None:
         self.kube = kube
         self.resource = resource
-        self._list_fn = list_fn
-        self._args = args
-        self._kwargs = list_kwargs
+        self.name = name or resource.plural  # in logs and metric labels
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
         self._on_change = on_change
+        self._on_error = on_error
         self._watch_timeout = watch_timeout
         self.cache: dict[str, dict[str, Any]] = {}
         self.resource_version = ""
@@ -67,23 +66,28 @@ class Informer:
 
     async def relist(self) -> None:
         """Replace the cache with a fresh list, reporting what differs from the old one."""
-        body = await self.kube.call(self._list_fn, *self._args, **self._kwargs)
+        body = await self.kube.list(
+            self.resource,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+        )
         fresh: dict[str, dict[str, Any]] = {}
         for item in body.get("items") or []:
             fresh[object_key(item)] = item
         old, self.cache = self.cache, fresh
         for key, obj in fresh.items():
             before = old.get(key)
-            if before is None or _rv(before) != _rv(obj):
+            if before is None or resource_version(before) != resource_version(obj):
                 self._emit(key, before, obj)
         for key, before in old.items():
             if key not in fresh:
                 self._emit(key, before, None)
-        self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self.resource_version = resource_version(body)
         self.synced.set()
 
     def _handle(self, etype: str, obj: dict[str, Any]) -> None:
-        rv = _rv(obj)
+        rv = resource_version(obj)
         if rv:
             self.resource_version = rv
         if etype == "BOOKMARK":
@@ -108,12 +112,13 @@ class Informer:
                     need_list = False
                 started = time.monotonic()
                 await self.kube.watch(
-                    self._list_fn,
-                    *self._args,
+                    self.resource,
+                    namespace=self.namespace,
                     resource_version=self.resource_version,
                     handle=self._handle,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
                     timeout_seconds=self._watch_timeout,
-                    **self._kwargs,
                 )
                 if time.monotonic() - started < 1.0:
                     # A watch the server ends at once (shutting down, overloaded) must not become a hot loop.
@@ -122,15 +127,17 @@ class Informer:
                     backoff.reset()
             except KubeError as exc:
                 if exc.expired:
-                    RELISTS.labels(self.resource).inc()
-                    log.info("watch expired, relisting", resource=self.resource)
+                    RELISTS.labels(self.name).inc()
+                    log.info("watch expired, relisting", resource=self.name)
                     need_list = True
                     continue
-                WATCH_ERRORS.labels(self.resource).inc()
+                WATCH_ERRORS.labels(self.name).inc()
+                if self._on_error is not None:
+                    self._on_error(exc)
                 delay = backoff.next()
                 log.warning(
                     "list/watch failed",
-                    resource=self.resource,
+                    resource=self.name,
                     status=exc.status,
                     reason=exc.reason,
                     retry_in=f"{delay:.2f}s",
@@ -138,7 +145,3 @@ class Informer:
                 # After an error the watch may have missed events for longer than the server keeps them.
                 need_list = need_list or exc.status in (0, 500, 503)
                 await anyio.sleep(delay)
-
-
-def _rv(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

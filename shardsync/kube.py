@@ -1,10 +1,16 @@
-"""The kubernetes client behind anyio worker threads.
+"""The one Kubernetes access layer: resources named by value, bodies as plain dicts, the client behind it.
 
-The official client is blocking, so every call runs in a worker thread and the event loop never waits on a
-socket. Bodies go in and come out as plain dicts in Kubernetes JSON form (`_preload_content=False` plus
-orjson): model deserialisation costs more than the request itself at our rates, and dicts are what the
-sources and the sharding code already speak. Errors come out as one exception type, `KubeError`, whose
-`status` is the HTTP code (0 when the API server could not be reached).
+Every caller names what it reads or writes with a `Resource` (group, version, plural, kind, namespaced) and
+calls a verb: get, list, watch, create, replace, patch (merge, strategic or JSON patch), patch_status,
+delete. `Kube` awaits each call in a worker thread (the official client is blocking), so the event loop
+never waits on a socket; `BlockingKube` is the same surface for short-lived commands and tools that have no
+event loop (`shardsync shards`, seeding, the bench). Bodies go in and come out as Kubernetes JSON dicts
+(`_preload_content=False` plus orjson): model deserialisation costs more than the request itself at our
+rates. Errors come out as one exception type, `KubeError`, whose `status` is the HTTP code (0 when the API
+server could not be reached).
+
+Nothing else in shardsync imports the client's generated API classes: swapping the client (an async one,
+say) is a change of this module.
 """
 
 from __future__ import annotations
@@ -13,8 +19,8 @@ import contextlib
 import os
 import socket
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
 
 import anyio
 import anyio.from_thread
@@ -26,15 +32,25 @@ from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
 from shardsync import __version__
+from shardsync.objects import Obj, Resource
+
+PatchType = Literal["merge", "strategic", "json"]
+Timeout = float | tuple[float, float]
 
 # (connect, read) seconds for ordinary calls; a watch sets its own read timeout.
 REQUEST_TIMEOUT = (5.0, 30.0)
+
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+}
 
 
 class KubeError(Exception):
     """A Kubernetes API call failed. `status` is the HTTP code, 0 if the server was unreachable."""
 
-    def __init__(self, status: int, reason: str, body: dict[str, Any] | None = None) -> None:
+    def __init__(self, status: int, reason: str, body: Obj | None = None) -> None:
         super().__init__(f"{status} {reason}")
         self.status = status
         self.reason = reason
@@ -52,15 +68,21 @@ class KubeError(Exception):
     def expired(self) -> bool:
         return self.status == 410
 
+    @property
+    def message(self) -> str:
+        """The server's own words (a Status object's `message`), else the reason."""
+        return str(self.body.get("message") or self.reason)
+
 
 def _translate(exc: BaseException) -> KubeError:
     if isinstance(exc, k8s.ApiException):
-        body: dict[str, Any] = {}
+        body: Obj = {}
         if exc.body:
             try:
-                body = orjson.loads(exc.body)
+                parsed = orjson.loads(exc.body)
             except orjson.JSONDecodeError:
-                body = {}
+                parsed = None
+            body = parsed if isinstance(parsed, dict) else {}
         return KubeError(int(exc.status or 0), str(body.get("reason") or exc.reason), body)
     return KubeError(0, f"{type(exc).__name__}: {exc}")
 
@@ -86,17 +108,138 @@ def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient
     return api
 
 
-class Kube:
-    """Typed access to the API groups shardsync uses, every call awaited off the event loop."""
+def kubeconfig_namespace(kubeconfig: str = "") -> str:
+    """The namespace of the kubeconfig's current context ("default" when it names none or there is none)."""
+    try:
+        _, active = k8s_config.list_kube_config_contexts(config_file=kubeconfig or None)  # type: ignore[no-untyped-call]
+    except Exception:  # in-cluster, or no kubeconfig: the caller loads a client another way
+        return "default"
+    namespace = (active or {}).get("context", {}).get("namespace")
+    return namespace if isinstance(namespace, str) and namespace else "default"
+
+
+def _query(
+    label_selector: str = "", field_selector: str = "", limit: int | None = None
+) -> list[tuple[str, Any]]:
+    query: list[tuple[str, Any]] = []
+    if label_selector:
+        query.append(("labelSelector", label_selector))
+    if field_selector:
+        query.append(("fieldSelector", field_selector))
+    if limit is not None:
+        query.append(("limit", limit))
+    return query
+
+
+def _timeout(timeout: Timeout | None) -> tuple[float, float]:
+    if timeout is None:
+        return REQUEST_TIMEOUT
+    if isinstance(timeout, tuple):
+        return timeout
+    return (timeout, timeout)
+
+
+class _Transport:
+    """Blocking HTTP requests through the client's ApiClient (auth, TLS, proxies, token refresh)."""
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
-        self.core = k8s.CoreV1Api(api_client)
-        self.coordination = k8s.CoordinationV1Api(api_client)
-        self.custom = k8s.CustomObjectsApi(api_client)
-        self.apps = k8s.AppsV1Api(api_client)
-        self.networking = k8s.NetworkingV1Api(api_client)
-        self.discovery = k8s.DiscoveryV1Api(api_client)
+
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str = "",
+        timeout: tuple[float, float] = REQUEST_TIMEOUT,
+    ) -> Any:
+        """Send one request and return the raw urllib3 response; ApiException on a non-2xx answer."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        request = self.api_client.param_serialize(
+            method,
+            path,
+            query_params=query or None,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = self.api_client.call_api(*request, _request_timeout=timeout)
+        if not 200 <= response.status <= 299:
+            response.read()  # type: ignore[no-untyped-call]
+            raise k8s.ApiException(http_resp=response)
+        return response.response
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Obj:
+        """`open` and parse the answer; KubeError on any failure."""
+        try:
+            data = self.open(method, path, **kwargs).data
+        except _TRANSIENT as exc:
+            raise _translate(exc) from exc
+        if not data:
+            return {}
+        parsed = orjson.loads(data)
+        return parsed if isinstance(parsed, dict) else {}
+
+
+class _Verbs:
+    """The verbs over one blocking transport; `Kube` and `BlockingKube` differ only in how they run them."""
+
+    def __init__(self, transport: _Transport) -> None:
+        self.transport = transport
+
+    def get(self, resource: Resource, name: str, namespace: str, timeout: Timeout | None) -> Obj | None:
+        try:
+            return self.transport.request("GET", resource.path(namespace, name), timeout=_timeout(timeout))
+        except KubeError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    def list(
+        self,
+        resource: Resource,
+        namespace: str,
+        label_selector: str,
+        field_selector: str,
+        limit: int | None,
+        timeout: Timeout | None,
+    ) -> Obj:
+        return self.transport.request(
+            "GET",
+            resource.path(namespace),
+            query=_query(label_selector, field_selector, limit),
+            timeout=_timeout(timeout),
+        )
+
+    def write(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        timeout: Timeout | None,
+        content_type: str = "",
+    ) -> Obj:
+        return self.transport.request(
+            method, path, body=body, content_type=content_type, timeout=_timeout(timeout)
+        )
+
+
+def _patch_content_type(patch_type: PatchType, body: Any) -> str:
+    if patch_type == "json" and not isinstance(body, list):
+        raise ValueError("a JSON patch is a list of operations")
+    return _PATCH_CONTENT_TYPES[patch_type]
+
+
+class Kube:
+    """Async access to the API: every call runs in a worker thread; see the module docstring."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api_client = api_client
+        self._verbs = _Verbs(_Transport(api_client))
         # Short calls get their own thread budget, so long watches can never starve lease renewals.
         self._calls = anyio.CapacityLimiter(16)
 
@@ -105,41 +248,101 @@ class Kube:
         agent = f"shardsync/{__version__} ({identity})" if identity else ""
         return cls(load_api_client(kubeconfig, agent))
 
-    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """Run one client method in a thread and return the response body as a dict."""
-        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
-        kwargs["_preload_content"] = False
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._calls)
 
-        def blocking() -> dict[str, Any]:
-            try:
-                resp = fn(*args, **kwargs)
-                data = resp.data
-            except _TRANSIENT as exc:
-                raise _translate(exc) from exc
-            if not data:
-                return {}
-            parsed: dict[str, Any] = orjson.loads(data)
-            return parsed
+    async def get(
+        self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
+    ) -> Obj | None:
+        """One object; None when it does not exist (404), KubeError on any other failure."""
+        result: Obj | None = await self._run(self._verbs.get, resource, name, namespace, request_timeout)
+        return result
 
-        return await anyio.to_thread.run_sync(blocking, limiter=self._calls)
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int | None = None,
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        """A list body (`items`, `metadata.resourceVersion`); every namespace when `namespace` is ""."""
+        result: Obj = await self._run(
+            self._verbs.list, resource, namespace, label_selector, field_selector, limit, request_timeout
+        )
+        return result
 
-    async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> dict[str, Any] | None:
-        """`call` for a read of one object: None when it does not exist (404), KubeError otherwise."""
-        try:
-            return await self.call(fn, *args, **kwargs)
-        except KubeError as exc:
-            if exc.not_found:
-                return None
-            raise
+    async def create(
+        self, resource: Resource, body: Obj, *, namespace: str = "", request_timeout: Timeout | None = None
+    ) -> Obj:
+        result: Obj = await self._run(
+            self._verbs.write, "POST", resource.path(namespace), body, request_timeout
+        )
+        return result
+
+    async def replace(
+        self,
+        resource: Resource,
+        name: str,
+        body: Obj,
+        *,
+        namespace: str = "",
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        """PUT: conditional on the body's metadata.resourceVersion when it has one (409 when stale)."""
+        path = resource.path(namespace, name)
+        result: Obj = await self._run(self._verbs.write, "PUT", path, body, request_timeout)
+        return result
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = "merge",
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        path = resource.path(namespace, name)
+        content_type = _patch_content_type(patch_type, body)
+        result: Obj = await self._run(self._verbs.write, "PATCH", path, body, request_timeout, content_type)
+        return result
+
+    async def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = "merge",
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        """A patch of the status subresource (the rest of the object is left alone by the server)."""
+        path = resource.path(namespace, name, "status")
+        content_type = _patch_content_type(patch_type, body)
+        result: Obj = await self._run(self._verbs.write, "PATCH", path, body, request_timeout, content_type)
+        return result
+
+    async def delete(
+        self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
+    ) -> None:
+        """Delete one object; KubeError (404 included) when it fails."""
+        await self._run(self._verbs.write, "DELETE", resource.path(namespace, name), None, request_timeout)
 
     async def watch(
         self,
-        fn: Callable[..., Any],
-        *args: Any,
+        resource: Resource,
+        *,
+        namespace: str = "",
         resource_version: str,
-        handle: Callable[[str, dict[str, Any]], None],
+        handle: Callable[[str, Obj], None],
+        label_selector: str = "",
+        field_selector: str = "",
         timeout_seconds: int = 60,
-        **kwargs: Any,
     ) -> None:
         """Call `handle(type, object)` on the event loop for each event, until the server ends the watch.
 
@@ -149,28 +352,27 @@ class Kube:
         """
         holder: dict[str, Any] = {}
         closed = threading.Event()
-        kwargs.update(
-            watch=True,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-            allow_watch_bookmarks=True,
-            _preload_content=False,
-            _request_timeout=(REQUEST_TIMEOUT[0], timeout_seconds + 15),
-        )
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("timeoutSeconds", timeout_seconds),
+            ("allowWatchBookmarks", "true"),
+            *_query(label_selector, field_selector),
+        ]
+        transport = self._verbs.transport
 
         def reader() -> None:
             try:
-                resp = fn(*args, **kwargs)
+                resp = transport.open(
+                    "GET",
+                    resource.path(namespace),
+                    query=query,
+                    timeout=(REQUEST_TIMEOUT[0], timeout_seconds + 15),
+                )
                 holder["resp"] = resp
-                for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+                for etype, obj in _events(resp):
                     if closed.is_set():
                         return
-                    if not line:
-                        continue
-                    event = orjson.loads(line)
-                    etype, obj = event["type"], event["object"]
-                    if etype == "ERROR":
-                        raise KubeError(int(obj.get("code") or 0), str(obj.get("reason") or ""), obj)
                     anyio.from_thread.run_sync(handle, etype, obj)
             except _TRANSIENT as exc:
                 if not closed.is_set():
@@ -183,6 +385,99 @@ class Kube:
             resp = holder.get("resp")
             if resp is not None:
                 _abort(resp)
+
+
+def _events(resp: Any) -> Iterator[tuple[str, Obj]]:
+    """The (type, object) events of a watch stream; an ERROR event raises KubeError with its code."""
+    for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+        if not line:
+            continue
+        event = orjson.loads(line)
+        etype, obj = event["type"], event["object"]
+        if etype == "ERROR":
+            raise KubeError(int(obj.get("code") or 0), str(obj.get("reason") or ""), obj)
+        yield etype, obj
+
+
+class BlockingKube:
+    """The same verbs as `Kube`, blocking the calling thread: for commands and tools without an event loop."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api_client = api_client
+        self._verbs = _Verbs(_Transport(api_client))
+
+    @classmethod
+    def connect(cls, kubeconfig: str = "", user_agent: str = "") -> BlockingKube:
+        return cls(load_api_client(kubeconfig, user_agent))
+
+    def close(self) -> None:
+        """Close the pooled connections (the client's thread pool, if it started one)."""
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+    def get(
+        self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
+    ) -> Obj | None:
+        return self._verbs.get(resource, name, namespace, request_timeout)
+
+    def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str = "",
+        label_selector: str = "",
+        field_selector: str = "",
+        limit: int | None = None,
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        return self._verbs.list(resource, namespace, label_selector, field_selector, limit, request_timeout)
+
+    def create(
+        self, resource: Resource, body: Obj, *, namespace: str = "", request_timeout: Timeout | None = None
+    ) -> Obj:
+        return self._verbs.write("POST", resource.path(namespace), body, request_timeout)
+
+    def replace(
+        self,
+        resource: Resource,
+        name: str,
+        body: Obj,
+        *,
+        namespace: str = "",
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        return self._verbs.write("PUT", resource.path(namespace, name), body, request_timeout)
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = "merge",
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        content_type = _patch_content_type(patch_type, body)
+        return self._verbs.write("PATCH", resource.path(namespace, name), body, request_timeout, content_type)
+
+    def patch_status(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        *,
+        namespace: str = "",
+        patch_type: PatchType = "merge",
+        request_timeout: Timeout | None = None,
+    ) -> Obj:
+        content_type = _patch_content_type(patch_type, body)
+        path = resource.path(namespace, name, "status")
+        return self._verbs.write("PATCH", path, body, request_timeout, content_type)
+
+    def delete(
+        self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
+    ) -> None:
+        self._verbs.write("DELETE", resource.path(namespace, name), None, request_timeout)
 
 
 def _abort(resp: Any) -> None:

@@ -1,4 +1,4 @@
-"""The list+watch informer over the official client against the embedded API server."""
+"""shardsync.kube (the one Kubernetes access layer) and the list+watch informer on the embedded API server."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError, load_api_client
 from shardsync.local.apiserver import ApiServer
+from shardsync.objects import CONFIGMAPS, LEASES, resource_version
+from shardsync.sources.service import SERVICES
 from tests.waits import eventually
 
 pytestmark = pytest.mark.anyio
@@ -27,8 +29,7 @@ def lease(name: str, holder: str) -> dict[str, Any]:
 
 async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> None:
     kube = Kube(load_api_client(str(apiserver.kubeconfig)))
-    coord = kube.coordination
-    await kube.call(coord.create_namespaced_lease, "default", lease("before", "a"))
+    await kube.create(LEASES, lease("before", "a"), namespace="default")
     changes: list[tuple[str, str | None, str | None]] = []
 
     def on_change(key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
@@ -37,18 +38,16 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> No
 
         changes.append((key, holder(old), holder(new)))
 
-    informer = Informer(
-        kube, "leases", coord.list_namespaced_lease, "default", on_change=on_change, label_selector="app=x"
-    )
+    informer = Informer(kube, LEASES, namespace="default", on_change=on_change, label_selector="app=x")
     async with anyio.create_task_group() as tg:
         tg.start_soon(informer.run)
         with anyio.fail_after(5):
             await informer.synced.wait()
         assert changes == [("default/before", None, "a")]
-        await kube.call(coord.create_namespaced_lease, "default", lease("after", "b"))
-        await kube.call(coord.patch_namespaced_lease, "after", "default", {"spec": {"holderIdentity": "c"}})
-        await kube.call(coord.delete_namespaced_lease, "before", "default")
-        await kube.call(coord.create_namespaced_lease, "default", {"metadata": {"name": "unlabelled"}})
+        await kube.create(LEASES, lease("after", "b"), namespace="default")
+        await kube.patch(LEASES, "after", {"spec": {"holderIdentity": "c"}}, namespace="default")
+        await kube.delete(LEASES, "before", namespace="default")
+        await kube.create(LEASES, {"metadata": {"name": "unlabelled"}}, namespace="default")
         await eventually(lambda: len(changes) == 4)
         assert changes[1:] == [
             ("default/after", None, "b"),
@@ -64,30 +63,58 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> No
 
 async def test_changes_made_while_the_server_was_down_are_seen(apiserver: ApiServer) -> None:
     kube = Kube(load_api_client(str(apiserver.kubeconfig)))
-    coord = kube.coordination
-    informer = Informer(kube, "leases", coord.list_namespaced_lease, "default")
+    informer = Informer(kube, LEASES, namespace="default")
     async with anyio.create_task_group() as tg:
         tg.start_soon(informer.run)
         with anyio.fail_after(5):
             await informer.synced.wait()
         await anyio.to_thread.run_sync(apiserver.stop)
         await anyio.to_thread.run_sync(apiserver.start)
-        await kube.call(coord.create_namespaced_lease, "default", lease("later", "z"))
+        await kube.create(LEASES, lease("later", "z"), namespace="default")
         await eventually(lambda: "default/later" in informer.cache, within=20)
         tg.cancel_scope.cancel()
 
 
 async def test_errors_are_kube_errors_with_status(apiserver: ApiServer) -> None:
     kube = Kube(load_api_client(str(apiserver.kubeconfig)))
+    assert await kube.get(LEASES, "missing", namespace="default") is None
     with pytest.raises(KubeError) as err:
-        await kube.call(kube.coordination.read_namespaced_lease, "missing", "default")
+        await kube.delete(LEASES, "missing", namespace="default")
     assert err.value.not_found
-    assert await kube.read(kube.coordination.read_namespaced_lease, "missing", "default") is None
-    await kube.call(kube.coordination.create_namespaced_lease, "default", lease("dup", "a"))
+    await kube.create(LEASES, lease("dup", "a"), namespace="default")
     with pytest.raises(KubeError) as err:
-        await kube.call(kube.coordination.create_namespaced_lease, "default", lease("dup", "a"))
-    assert err.value.status == 409
+        await kube.create(LEASES, lease("dup", "a"), namespace="default")
+    assert err.value.status == 409 and err.value.conflict
+    assert err.value.message == 'leases.coordination.k8s.io "dup" already exists'
     apiserver.stop()
     with pytest.raises(KubeError) as err:
-        await kube.call(kube.coordination.read_namespaced_lease, "dup", "default")
+        await kube.get(LEASES, "dup", namespace="default")
     assert err.value.status == 0
+
+
+async def test_verbs_patch_kinds_status_and_preconditions(apiserver: ApiServer) -> None:
+    kube = Kube(load_api_client(str(apiserver.kubeconfig)))
+    created = await kube.create(
+        CONFIGMAPS, {"metadata": {"name": "c"}, "data": {"a": "1"}}, namespace="default"
+    )
+    merged = await kube.patch(CONFIGMAPS, "c", {"data": {"b": "2"}}, namespace="default")
+    assert merged["data"] == {"a": "1", "b": "2"}
+    ops = [{"op": "remove", "path": "/data/a"}]
+    removed = await kube.patch(CONFIGMAPS, "c", ops, namespace="default", patch_type="json")
+    assert removed["data"] == {"b": "2"}
+    with pytest.raises(ValueError, match="list of operations"):
+        await kube.patch(CONFIGMAPS, "c", {"data": {}}, namespace="default", patch_type="json")
+    # A replace carrying an old resourceVersion is refused: the precondition every lease write relies on.
+    stale = {**created, "data": {"x": "y"}}
+    with pytest.raises(KubeError) as err:
+        await kube.replace(CONFIGMAPS, "c", stale, namespace="default")
+    assert err.value.conflict
+    listed = await kube.list(CONFIGMAPS, namespace="default", field_selector="metadata.name=c")
+    assert [resource_version(i) for i in listed["items"]] == [resource_version(removed)]
+    assert int(resource_version(listed)) >= int(resource_version(removed))
+    svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    await kube.create(SERVICES, svc, namespace="default")
+    status = {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}
+    patched = await kube.patch_status(SERVICES, "s", status, namespace="default")
+    assert patched["status"] == status["status"]
+    assert patched["spec"]["ports"][0]["port"] == 80

@@ -30,6 +30,7 @@ import httpx
 import orjson
 
 from shardsync.durations import format_duration
+from shardsync.kube import BlockingKube, KubeError
 from shardsync.local import control, seed
 from shardsync.local.children import Child, ChildFailed, stop_all
 from shardsync.local.table import ReplicaSnapshot, progress, render
@@ -118,7 +119,7 @@ class Launcher:
         self._last_print = 0.0
         self._stop: anyio.Event | None = None  # made inside the event loop
         self._exit_code = 0
-        self._api: Any = None
+        self.kube: BlockingKube | None = None
 
     # ---- output ----------------------------------------------------------------------------------------
 
@@ -176,12 +177,12 @@ class Launcher:
         )
         from shardsync.local.apiserver.client import api_client
 
-        self._api = api_client(api_url)
+        self.kube = BlockingKube(api_client(api_url))
         try:
-            seed.install_crd(self._api)
-            names = seed.seed_objects(self._api, self.infra.zones, self.o.desired_per_zone)
-            seed.set_replicas(self._api, self.desired)
-        except Exception as exc:  # the client raises ApiException, urllib3 and socket errors
+            seed.install_crd(self.kube)
+            names = seed.seed_objects(self.kube, self.infra.zones, self.o.desired_per_zone)
+            seed.set_replicas(self.kube, self.desired)
+        except KubeError as exc:
             raise SetupFailed(f"seeding the API server failed: {type(exc).__name__}: {exc}") from None
         self.say(
             f"seeded:         {len(self.infra.zones)} Services + {len(self.infra.zones)} DNSEndpoints asking "
@@ -301,8 +302,9 @@ class Launcher:
             return {"ok": False, "error": f"replicas must be between 0 and {MAX_REPLICAS}, got {replicas}"}
         if replicas == self.desired:
             return {"ok": True, "replicas": replicas}
+        assert self.kube is not None, "infrastructure not started"
         try:
-            await anyio.to_thread.run_sync(seed.set_replicas, self._api, replicas)
+            await anyio.to_thread.run_sync(seed.set_replicas, self.kube, replicas)
         except Exception as exc:  # the API server is the launcher's child: report, keep running
             return {"ok": False, "error": f"updating the StatefulSet failed: {type(exc).__name__}: {exc}"}
         self.event(f"scale {self.desired} -> {replicas}")
@@ -487,8 +489,8 @@ class Launcher:
         for child in self.all_children:  # earlier incarnations of a replica, too
             if child.alive():
                 child.kill()
-        if self._api is not None:
-            self._api.close()
+        if self.kube is not None:
+            self.kube.close()
         statuses = ", ".join(f"{c.name} pid {c.pid} exit {c.returncode}" for c in self.all_children)
         if statuses:
             self.say(f"stopped: {statuses}")

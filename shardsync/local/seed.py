@@ -10,8 +10,8 @@ The StatefulSet `shardsync` never runs a pod here (the launcher runs the process
 replica stopping on SIGTERM reads its StatefulSet's spec.replicas to tell a scale-down (drain) from a
 restart (park), so the launcher keeps spec.replicas equal to the replica count it wants.
 
-Blocking calls through the official client: the launcher calls these from its setup, before its event
-loop runs, or from a worker thread.
+Blocking calls (`BlockingKube`): the launcher calls these from its setup, before its event loop runs, or
+from a worker thread.
 """
 
 from __future__ import annotations
@@ -21,16 +21,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kubernetes import client as k8s
-
+from shardsync.kube import BlockingKube, KubeError
 from shardsync.manifests import load_crd
+from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, STATEFULSETS
 from shardsync.sharding.membership import labels
+from shardsync.sources.crd import DNS_ENDPOINTS
+from shardsync.sources.service import SERVICES
 
 NAMESPACE = "default"
 STATEFULSET = "shardsync"
 INSTANCE = "shardsync"
 HOSTNAME_ANNOTATION = "external-dns.alpha.kubernetes.io/hostname"
-CRD_GROUP, CRD_VERSION, CRD_PLURAL = "externaldns.k8s.io", "v1alpha1", "dnsendpoints"
 _BASE_IP = ipaddress.IPv4Address("198.18.0.0")  # RFC 2544 benchmarking range: never a real host
 
 
@@ -54,8 +55,8 @@ def service(index: int, zone: str) -> dict[str, Any]:
 
 def dns_endpoint(index: int, zone: str, per_zone: int) -> dict[str, Any]:
     return {
-        "apiVersion": f"{CRD_GROUP}/{CRD_VERSION}",
-        "kind": "DNSEndpoint",
+        "apiVersion": DNS_ENDPOINTS.api_version,
+        "kind": DNS_ENDPOINTS.kind,
         "metadata": {"name": f"app-{index:04d}", "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
         "spec": {
             "endpoints": [
@@ -89,48 +90,43 @@ def statefulset(replicas: int) -> dict[str, Any]:
     }
 
 
-def install_crd(api: k8s.ApiClient, timeout: float = 10.0) -> None:
+def install_crd(kube: BlockingKube, timeout: float = 10.0) -> None:
     """Create the DNSEndpoint CRD and wait until its resource is served."""
-    # Typed Any: bodies are plain dicts in Kubernetes JSON form, which the client accepts as they are.
-    ext: Any = k8s.ApiextensionsV1Api(api)
     try:
-        ext.create_custom_resource_definition(load_crd())
-    except k8s.ApiException as exc:
-        if exc.status != 409:
+        kube.create(CUSTOM_RESOURCE_DEFINITIONS, load_crd())
+    except KubeError as exc:
+        if not exc.conflict:
             raise
-    custom = k8s.CustomObjectsApi(api)
     deadline = time.monotonic() + timeout
     while True:
         try:
-            custom.list_namespaced_custom_object(CRD_GROUP, CRD_VERSION, NAMESPACE, CRD_PLURAL, limit=1)
+            kube.list(DNS_ENDPOINTS, namespace=NAMESPACE, limit=1)
             return
-        except k8s.ApiException as exc:
-            if exc.status != 404 or time.monotonic() > deadline:
+        except KubeError as exc:
+            if not exc.not_found or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
 
 
-def seed_objects(api: k8s.ApiClient, zones: Sequence[str], per_zone: int) -> int:
+def seed_one(kube: BlockingKube, index: int, zone: str, per_zone: int) -> None:
+    """The Service of zone `index` and, with `per_zone` > 0, its DNSEndpoint."""
+    kube.create(SERVICES, service(index, zone), namespace=NAMESPACE)
+    if per_zone > 0:
+        kube.create(DNS_ENDPOINTS, dns_endpoint(index, zone, per_zone), namespace=NAMESPACE)
+
+
+def seed_objects(kube: BlockingKube, zones: Sequence[str], per_zone: int) -> int:
     """Create a Service and a DNSEndpoint per zone; returns how many DNS names they ask for."""
-    core: Any = k8s.CoreV1Api(api)
-    custom = k8s.CustomObjectsApi(api)
     for index, zone in enumerate(zones):
-        core.create_namespaced_service(NAMESPACE, service(index, zone), _preload_content=False)
-        if per_zone > 0:
-            custom.create_namespaced_custom_object(
-                CRD_GROUP, CRD_VERSION, NAMESPACE, CRD_PLURAL, dns_endpoint(index, zone, per_zone)
-            )
+        seed_one(kube, index, zone, per_zone)
     return len(zones) * (1 + per_zone)
 
 
-def set_replicas(api: k8s.ApiClient, replicas: int) -> None:
+def set_replicas(kube: BlockingKube, replicas: int) -> None:
     """Create the StatefulSet, or set its spec.replicas (what `kubectl scale` does)."""
-    apps: Any = k8s.AppsV1Api(api)
     try:
-        apps.patch_namespaced_stateful_set(
-            STATEFULSET, NAMESPACE, {"spec": {"replicas": replicas}}, _preload_content=False
-        )
-    except k8s.ApiException as exc:
-        if exc.status != 404:
+        kube.patch(STATEFULSETS, STATEFULSET, {"spec": {"replicas": replicas}}, namespace=NAMESPACE)
+    except KubeError as exc:
+        if not exc.not_found:
             raise
-        apps.create_namespaced_stateful_set(NAMESPACE, statefulset(replicas), _preload_content=False)
+        kube.create(STATEFULSETS, statefulset(replicas), namespace=NAMESPACE)

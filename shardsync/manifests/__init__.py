@@ -18,7 +18,7 @@ def crd_text() -> str:
 
 
 def load_crd() -> dict[str, Any]:
-    """The DNSEndpoint CRD as a dict, ready for `ApiextensionsV1Api.create_custom_resource_definition`."""
+    """The DNSEndpoint CRD as a dict, ready to create (`kube.create(CUSTOM_RESOURCE_DEFINITIONS, ...)`)."""
     data = yaml.safe_load(crd_text())
     if not isinstance(data, dict):  # a packaging mistake, not a user error
         raise ValueError(f"{CRD_FILE} does not hold one object")

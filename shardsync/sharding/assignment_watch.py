@@ -17,6 +17,7 @@ from prometheus_client import Counter
 from shardsync.informer import Informer
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
+from shardsync.objects import CONFIGMAPS, resource_version
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name, is_successor
 from shardsync.sharding.notify import Notifier
 from shardsync.sharding.timings import Timings
@@ -43,11 +44,11 @@ class AssignmentWatch:
         self._bad: tuple[str, str] | None = None  # (resourceVersion, reason) of the last corrupt one logged
         self._informer = Informer(
             kube,
-            "assignment",
-            kube.core.list_namespaced_config_map,
-            namespace,
-            on_change=self._on_change,
+            CONFIGMAPS,
+            namespace=namespace,
             field_selector=f"metadata.name={self.name}",
+            on_change=self._on_change,
+            name="assignment",
         )
 
     @property
@@ -59,11 +60,8 @@ class AssignmentWatch:
 
     async def refresh(self) -> Assignment | None:
         """Read the ConfigMap now (KubeError when the API cannot be read) and return the newest good view."""
-        body = await self.kube.read(
-            self.kube.core.read_namespaced_config_map,
-            self.name,
-            self.namespace,
-            **self.timings.request_kwargs,
+        body = await self.kube.get(
+            CONFIGMAPS, self.name, namespace=self.namespace, request_timeout=self.timings.request_timeout
         )
         if body is not None:
             self.offer(body)
@@ -77,7 +75,7 @@ class AssignmentWatch:
 
     def offer(self, obj: dict[str, Any]) -> bool:
         """Take the ConfigMap `obj` as the view if it is good and newer; True when the view moved."""
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        rv = resource_version(obj)
         self.resource_version = rv or None
         try:
             return self._offer(obj, rv)

@@ -23,6 +23,7 @@ from prometheus_client import Counter, Gauge
 from shardsync.backoff import Backoff
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.objects import CONFIGMAPS, LEASES, resource_version
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, Publisher, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.clock import Clock, SystemClock
@@ -150,28 +151,19 @@ class Candidate:
             self.changed.notify()
 
     async def _read(self) -> CoordinatorLease | None:
-        body = await self.kube.read(
-            self.kube.coordination.read_namespaced_lease,
-            self.name,
-            self.namespace,
-            **self.timings.request_kwargs,
+        body = await self.kube.get(
+            LEASES, self.name, namespace=self.namespace, request_timeout=self.timings.request_timeout
         )
         return None if body is None else CoordinatorLease.from_object(body, self.election.instance)
 
     async def _write(self, record: CoordinatorLease, create: bool) -> dict[str, Any]:
+        timeout = self.timings.request_timeout
         if create:
-            return await self.kube.call(
-                self.kube.coordination.create_namespaced_lease,
-                self.namespace,
-                record.to_object(),
-                **self.timings.request_kwargs,
+            return await self.kube.create(
+                LEASES, record.to_object(), namespace=self.namespace, request_timeout=timeout
             )
-        return await self.kube.call(
-            self.kube.coordination.replace_namespaced_lease,
-            self.name,
-            self.namespace,
-            record.to_object(),
-            **self.timings.request_kwargs,
+        return await self.kube.replace(
+            LEASES, self.name, record.to_object(), namespace=self.namespace, request_timeout=timeout
         )
 
     async def release(self) -> None:
@@ -283,19 +275,13 @@ class CoordinatorLoop:
 
     async def _load(self) -> None:
         """Read the stored assignment and continue from it (rule 7)."""
-        try:
-            body = await self.kube.call(
-                self.kube.core.read_namespaced_config_map,
-                self.name,
-                self.namespace,
-                **self.timings.request_kwargs,
-            )
-        except KubeError as exc:
-            if not exc.not_found:
-                raise
+        body = await self.kube.get(
+            CONFIGMAPS, self.name, namespace=self.namespace, request_timeout=self.timings.request_timeout
+        )
+        if body is None:
             stored, self._rv = None, None
         else:
-            self._rv = str((body.get("metadata") or {}).get("resourceVersion") or "") or None
+            self._rv = resource_version(body) or None
             data = body.get("data")
             try:
                 stored = Assignment.from_configmap_data(data if isinstance(data, dict) else None)
@@ -328,20 +314,14 @@ class CoordinatorLoop:
         previous = publisher.current
         body = proposal.to_configmap(self.instance, self._rv)
         try:
+            timeout = self.timings.request_timeout
             if self._rv is None:
-                stored = await self.kube.call(
-                    self.kube.core.create_namespaced_config_map,
-                    self.namespace,
-                    body,
-                    **self.timings.request_kwargs,
+                stored = await self.kube.create(
+                    CONFIGMAPS, body, namespace=self.namespace, request_timeout=timeout
                 )
             else:
-                stored = await self.kube.call(
-                    self.kube.core.replace_namespaced_config_map,
-                    self.name,
-                    self.namespace,
-                    body,
-                    **self.timings.request_kwargs,
+                stored = await self.kube.replace(
+                    CONFIGMAPS, self.name, body, namespace=self.namespace, request_timeout=timeout
                 )
         except KubeError as exc:
             if exc.conflict or exc.not_found:
@@ -354,7 +334,7 @@ class CoordinatorLoop:
                 return
             log.warning("assignment write failed", generation=proposal.generation, error=str(exc))
             return
-        self._rv = str((stored.get("metadata") or {}).get("resourceVersion") or "") or None
+        self._rv = resource_version(stored) or None
         publisher.committed(proposal)
         REBALANCES.inc()
         log.info(

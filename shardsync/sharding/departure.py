@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from shardsync.kube import Kube, KubeError
+from shardsync.objects import STATEFULSETS
 
 _ORDINAL = re.compile(r"^(?P<set>.+)-(?P<ordinal>0|[1-9][0-9]*)$")
 
@@ -58,11 +59,7 @@ async def departure(kube: Kube, namespace: str, identity: str, seconds: float = 
     if parsed is None:
         return judge(identity, None)
     try:
-        body = await kube.call(
-            kube.apps.read_namespaced_stateful_set, parsed[0], namespace, _request_timeout=(seconds, seconds)
-        )
+        body = await kube.get(STATEFULSETS, parsed[0], namespace=namespace, request_timeout=seconds)
     except KubeError as exc:
-        if exc.not_found:
-            return judge(identity, None)
         return Departure(False, f"StatefulSet {parsed[0]} unreadable ({exc}): assuming a restart")
     return judge(identity, body)

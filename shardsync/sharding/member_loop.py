@@ -29,6 +29,7 @@ from shardsync.backoff import Backoff
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.objects import LEASES
 from shardsync.sharding.clock import Clock, SystemClock
 from shardsync.sharding.membership import (
     LivenessTracker,
@@ -198,20 +199,18 @@ class MemberLoop:
                     sent = self.clock.monotonic()
                     # Remembered before sending: the watch may deliver the write before its response.
                     self._remember_sent(record.renew_time, sent)
+                    timeout = self.timings.request_timeout
                     if record.resource_version is None:
-                        body = await self.kube.call(
-                            self.kube.coordination.create_namespaced_lease,
-                            self.namespace,
-                            record.to_object(),
-                            **self.timings.request_kwargs,
+                        body = await self.kube.create(
+                            LEASES, record.to_object(), namespace=self.namespace, request_timeout=timeout
                         )
                     else:
-                        body = await self.kube.call(
-                            self.kube.coordination.replace_namespaced_lease,
+                        body = await self.kube.replace(
+                            LEASES,
                             self.name,
-                            self.namespace,
                             record.to_object(),
-                            **self.timings.request_kwargs,
+                            namespace=self.namespace,
+                            request_timeout=timeout,
                         )
                     stored = MemberLease.from_object(body, self.instance)
                 except KubeError as exc:
@@ -236,11 +235,8 @@ class MemberLoop:
         return False
 
     async def _read(self) -> MemberLease | None:
-        body = await self.kube.read(
-            self.kube.coordination.read_namespaced_lease,
-            self.name,
-            self.namespace,
-            **self.timings.request_kwargs,
+        body = await self.kube.get(
+            LEASES, self.name, namespace=self.namespace, request_timeout=self.timings.request_timeout
         )
         return None if body is None else MemberLease.from_object(body, self.instance)
 
@@ -309,11 +305,8 @@ class MemberLoop:
         async with self._lock:
             self._closed = True
             try:
-                await self.kube.call(
-                    self.kube.coordination.delete_namespaced_lease,
-                    self.name,
-                    self.namespace,
-                    **self.timings.request_kwargs,
+                await self.kube.delete(
+                    LEASES, self.name, namespace=self.namespace, request_timeout=self.timings.request_timeout
                 )
             except KubeError as exc:
                 if not exc.not_found:
@@ -375,11 +368,11 @@ class _MemberInformer(Informer):
     def __init__(self, loop: MemberLoop) -> None:
         super().__init__(
             loop.kube,
-            "member-leases",
-            loop.kube.coordination.list_namespaced_lease,
-            loop.namespace,
-            on_change=loop._on_change,
+            LEASES,
+            namespace=loop.namespace,
             label_selector=label_selector(loop.instance),
+            on_change=loop._on_change,
+            name="member-leases",
         )
         self._loop = loop
 

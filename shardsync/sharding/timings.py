@@ -59,8 +59,3 @@ class Timings:
         return PublisherConfig(
             settle=self.settle, max_delay=max(10.0, 5 * self.settle), restart_grace=self.restart_grace
         )
-
-    @property
-    def request_kwargs(self) -> dict[str, object]:
-        """The kubernetes client's per-call timeout (connect, read) for our short calls."""
-        return {"_request_timeout": (self.request_timeout, self.request_timeout)}

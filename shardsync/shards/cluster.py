@@ -1,6 +1,6 @@
 """The /shards view built straight from the cluster objects, for when no replica answers (or to check one).
 
-`read_objects` fetches, with the official client, what the replicas themselves coordinate through: the
+`read_objects` fetches, through `shardsync.kube`, what the replicas themselves coordinate through: the
 assignment ConfigMap `<instance>-assignment`, the member Leases `<instance>-member-<identity>` and the
 coordinator Lease `<instance>-coordinator`. `build_view` (pure) turns them into the same view a replica
 serves: owners come from the assignment's ring exactly as every replica computes them.
@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from shardsync.objects import CONFIGMAPS, LEASES
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
 from shardsync.sharding.clock import rfc3339
+from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.handoff import zone_state
 from shardsync.sharding.membership import (
     MalformedLease,
@@ -35,6 +35,9 @@ from shardsync.sharding.membership import (
     member_state,
 )
 from shardsync.shards.view import MemberRow, ShardsView, ZoneRow
+
+if TYPE_CHECKING:
+    from shardsync.kube import BlockingKube
 
 
 class ClusterReadError(Exception):
@@ -50,45 +53,28 @@ class ClusterObjects:
     coordinator: Mapping[str, Any] | None  # the coordinator Lease, None when absent
 
 
-def coordinator_lease_name(instance: str) -> str:
-    return f"{instance}-coordinator"
+def read_objects(kube: BlockingKube, namespace: str, instance: str) -> ClusterObjects:
+    """Blocking reads (this runs in a short-lived command, not on an event loop)."""
+    # Imported here: the kubernetes client is slow to import, and `shards --url` never needs it.
+    from shardsync.kube import KubeError
 
-
-def read_objects(api_client: Any, namespace: str, instance: str) -> ClusterObjects:
-    """Blocking reads through the official client (this runs in a short-lived command, not on a loop)."""
-    from kubernetes import client as k8s  # imported here: the kubernetes client is slow to import
-
-    core = k8s.CoreV1Api(api_client)
-    coordination = k8s.CoordinationV1Api(api_client)
-
-    def fetch(fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
-        try:
-            resp = fn(*args, _preload_content=False, _request_timeout=(5, 15), **kwargs)
-        except k8s.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise ClusterReadError(f"{exc.status} {exc.reason}: {_message(exc.body)}") from None
-        except Exception as exc:  # urllib3 and socket errors: the server cannot be reached
-            raise ClusterReadError(f"cannot reach the API server: {type(exc).__name__}: {exc}") from None
-        parsed: dict[str, Any] = orjson.loads(resp.data)
-        return parsed
-
-    assignment = fetch(core.read_namespaced_config_map, configmap_name(instance), namespace)
-    leases = fetch(coordination.list_namespaced_lease, namespace, label_selector=label_selector(instance))
-    coordinator = fetch(coordination.read_namespaced_lease, coordinator_lease_name(instance), namespace)
-    items = (leases or {}).get("items") or []
+    timeout = (5.0, 15.0)
+    try:
+        assignment = kube.get(
+            CONFIGMAPS, configmap_name(instance), namespace=namespace, request_timeout=timeout
+        )
+        leases = kube.list(
+            LEASES, namespace=namespace, label_selector=label_selector(instance), request_timeout=timeout
+        )
+        coordinator = kube.get(
+            LEASES, coordinator_lease_name(instance), namespace=namespace, request_timeout=timeout
+        )
+    except KubeError as exc:
+        if exc.status == 0:
+            raise ClusterReadError(f"cannot reach the API server: {exc.reason}") from None
+        raise ClusterReadError(f"{exc.status} {exc.reason}: {exc.message[:200]}") from None
+    items = leases.get("items") or []
     return ClusterObjects(assignment, [i for i in items if isinstance(i, Mapping)], coordinator)
-
-
-def _message(body: object) -> str:
-    if isinstance(body, bytes | str):
-        try:
-            parsed = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return str(body)[:200]
-        if isinstance(parsed, dict) and parsed.get("message"):
-            return str(parsed["message"])
-    return str(body)[:200]
 
 
 def parse_assignment(objects: ClusterObjects) -> Assignment | None:
@@ -221,7 +207,6 @@ __all__ = [
     "ClusterReadError",
     "CorruptAssignment",
     "build_view",
-    "coordinator_lease_name",
     "member_statuses",
     "parse_assignment",
     "read_objects",

@@ -198,35 +198,24 @@ def assignment_from_view(view: ShardsView) -> tuple[Assignment | None, list[str]
 
 
 def from_cluster(args: argparse.Namespace) -> tuple[ShardsView, Assignment | None, list[str]]:
-    from shardsync.kube import load_api_client
+    from shardsync.kube import BlockingKube, kubeconfig_namespace
 
     try:
-        api = load_api_client(args.kubeconfig)
+        kube = BlockingKube.connect(args.kubeconfig)
     except Exception as exc:  # kubernetes.config raises several types for a missing or broken kubeconfig
         raise ShardsError(f"cannot load the kubeconfig: {exc}") from None
-    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or _context_namespace(args.kubeconfig)
+    namespace = args.namespace or os.environ.get("POD_NAMESPACE") or kubeconfig_namespace(args.kubeconfig)
     zones = zone_list(args)
     try:
-        objects = read_objects(api, namespace, args.instance)
+        objects = read_objects(kube, namespace, args.instance)
         view, assignment = build_view(objects, args.instance, datetime.now(UTC), zones)
     except ClusterReadError as exc:
         raise ShardsError(str(exc)) from None
     except CorruptAssignment as exc:
         raise ShardsError(f"the assignment ConfigMap cannot be read: {exc}") from None
     finally:
-        api.close()  # type: ignore[no-untyped-call]
+        kube.close()
     return view, assignment, []
-
-
-def _context_namespace(kubeconfig: str) -> str:
-    from kubernetes import config as k8s_config
-
-    try:
-        _, active = k8s_config.list_kube_config_contexts(config_file=kubeconfig or None)  # type: ignore[no-untyped-call]
-    except Exception:  # in-cluster, or no kubeconfig: the caller already loaded a client another way
-        return "default"
-    namespace = (active or {}).get("context", {}).get("namespace")
-    return namespace if isinstance(namespace, str) and namespace else "default"
 
 
 def zone_list(args: argparse.Namespace) -> list[str] | None:

@@ -24,10 +24,12 @@ from shardsync.endpoint import (
     Endpoint,
     InvalidEndpoint,
 )
-from shardsync.sources.result import ObjectRef, Problem, SourceResult, canonical_target, get, get_str
+from shardsync.objects import Resource, get, get_str
+from shardsync.sources.result import ObjectRef, Problem, SourceResult, canonical_target
 
-API_VERSION = "externaldns.k8s.io/v1alpha1"
-KIND = "DNSEndpoint"
+DNS_ENDPOINTS = Resource("externaldns.k8s.io", "v1alpha1", "dnsendpoints", "DNSEndpoint")
+API_VERSION = DNS_ENDPOINTS.api_version
+KIND = DNS_ENDPOINTS.kind
 
 # Record types whose targets must not end in a dot (external-dns's crd source refuses it; CNAME, MX and TXT
 # may; the types shardsync does not support are refused by `validate()` anyway).

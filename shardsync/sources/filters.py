@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, Endpoint
+from shardsync.objects import get_str, get_str_map
 from shardsync.selectors import Selector, parse_selector
 from shardsync.sources.annotations import with_both_prefixes
-from shardsync.sources.result import get_str, get_str_map
 
 
 @dataclass(frozen=True, slots=True)

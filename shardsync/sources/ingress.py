@@ -14,18 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from shardsync.objects import Resource, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import (
-    EndpointSet,
-    ObjectRef,
-    Problem,
-    SourceResult,
-    get_list,
-    get_str,
-    get_str_list,
-    get_str_map,
-)
+from shardsync.sources.result import EndpointSet, ObjectRef, Problem, SourceResult
+
+INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
 
 INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 

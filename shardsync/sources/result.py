@@ -2,14 +2,14 @@
 
 Translation is pure and never raises on bad input: anything wrong with an object becomes a `Problem`
 naming the object and the field, which the caller turns into a Kubernetes Event and a metric. This module
-also holds the shared pieces of the three sources: safe access to plain-dict objects, the A/AAAA/CNAME
-choice for a target, and `EndpointSet`, which merges, labels and validates one object's endpoints.
+also holds the shared pieces of the sources: the A/AAAA/CNAME choice for a target, and `EndpointSet`,
+which merges, labels and validates one object's endpoints.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,41 +20,7 @@ from shardsync.endpoint import (
     InvalidEndpoint,
     normalize_name,
 )
-
-# --- plain-dict access: the API server's JSON, but tolerate any shape -----------------------------------
-
-
-def get(obj: Any, *path: str) -> Any:
-    """obj[path[0]][path[1]]...; None when any step is missing or not a mapping."""
-    cur = obj
-    for key in path:
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(key)
-    return cur
-
-
-def get_str(obj: Any, *path: str) -> str:
-    value = get(obj, *path)
-    return value if isinstance(value, str) else ""
-
-
-def get_list(obj: Any, *path: str) -> list[Any]:
-    value = get(obj, *path)
-    return value if isinstance(value, list) else []
-
-
-def get_str_map(obj: Any, *path: str) -> dict[str, str]:
-    """A string-to-string map such as labels or annotations; other entries are dropped."""
-    value = get(obj, *path)
-    if not isinstance(value, Mapping):
-        return {}
-    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
-
-
-def get_str_list(obj: Any, *path: str) -> list[str]:
-    return [v for v in get_list(obj, *path) if isinstance(v, str)]
-
+from shardsync.objects import get_str
 
 # --- results -------------------------------------------------------------------------------------------
 

@@ -28,21 +28,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shardsync.objects import Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
 from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import (
-    EndpointSet,
-    ObjectRef,
-    Problem,
-    SourceResult,
-    get,
-    get_list,
-    get_str,
-    get_str_list,
-    get_str_map,
-    suitable_type,
-)
+from shardsync.sources.result import EndpointSet, ObjectRef, Problem, SourceResult, suitable_type
+
+SERVICES = Resource("", "v1", "services", "Service")
+ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
+PODS = Resource("", "v1", "pods", "Pod")
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # EndpointSlice → its Service (discovery.k8s.io/v1)
 

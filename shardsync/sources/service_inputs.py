@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shardsync.objects import get_list, get_str_map
 from shardsync.selectors import Selector, selector_from_labels
-from shardsync.sources.result import get_list, get_str_map
 from shardsync.sources.service import ServiceDependencies, slice_service
 
 Obj = Mapping[str, Any]

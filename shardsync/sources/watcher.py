@@ -2,7 +2,7 @@
 an event affects, and tell the caller which zones that changed.
 
 One Informer per resource: Services, EndpointSlices, Pods and Nodes for the service source, Ingresses for
-the ingress source, DNSEndpoints (through CustomObjectsApi) for the crd source; namespaced list calls when
+the ingress source, DNSEndpoints for the crd source; namespaced list calls when
 --namespace is set. An event marks source objects pending: the object itself, or the Services a Node,
 EndpointSlice or Pod feeds (`ServiceInputs`). One task re-translates the pending objects, applies the
 object, domain and record-type filters, stores the result in the DesiredIndex under
@@ -43,20 +43,32 @@ from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.manifests import CRD_FILE, CRD_NAME
-from shardsync.sources.crd import dnsendpoint_endpoints, observed_generation_to_write
+from shardsync.objects import Resource, get
+from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints, observed_generation_to_write
 from shardsync.sources.filters import DomainFilter, ObjectFilter, RecordTypeFilter, filter_endpoints
-from shardsync.sources.ingress import ingress_endpoints
+from shardsync.sources.ingress import INGRESSES, ingress_endpoints
 from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import Problem, SourceResult, get
-from shardsync.sources.service import service_dependencies, service_endpoints
+from shardsync.sources.result import Problem, SourceResult
+from shardsync.sources.service import (
+    ENDPOINT_SLICES,
+    NODES,
+    PODS,
+    SERVICES,
+    service_dependencies,
+    service_endpoints,
+)
 from shardsync.sources.service_inputs import ServiceInputs
 
 log = get_logger(__name__)
 
 SERVICE, INGRESS, CRD = "service", "ingress", "crd"
 SOURCES = (SERVICE, INGRESS, CRD)
-
-CRD_GROUP, CRD_VERSION, CRD_PLURAL = "externaldns.k8s.io", "v1alpha1", "dnsendpoints"
+# What each source lists and watches (its own objects first).
+SOURCE_RESOURCES: dict[str, tuple[Resource, ...]] = {
+    SERVICE: (SERVICES, ENDPOINT_SLICES, PODS, NODES),
+    INGRESS: (INGRESSES,),
+    CRD: (DNS_ENDPOINTS,),
+}
 
 # The Event reason of a problem found in a source object.
 INVALID_REASON = "InvalidEndpoint"
@@ -80,7 +92,6 @@ STATUS_WRITES = Counter(
 )
 
 Obj = dict[str, Any]
-ListCall = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,17 +129,8 @@ class WatchOptions:
         )
 
 
-def _counted(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` counting its failures in external_dns_source_errors_total (runs in the client's thread)."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except Exception:
-            SOURCE_ERRORS.inc()
-            raise
-
-    return call
+def _count_error(exc: KubeError) -> None:
+    SOURCE_ERRORS.inc()
 
 
 def _always() -> bool:
@@ -167,31 +169,24 @@ class SourceWatcher:
         self._status_due: dict[str, None] = {}
         self._status_wake = anyio.Event()
         self._sweep_requested = False
-        self._dnsendpoints_list: ListCall | None = None
         self._started = time.monotonic()
         self._nodes: Informer | None = None
         self._build()
 
     # -- informers ------------------------------------------------------------------------------------------
 
-    def _scoped(self, namespaced: Callable[..., Any], everywhere: Callable[..., Any]) -> ListCall:
-        ns = self.options.namespace
-        return (namespaced, (ns,)) if ns else (everywhere, ())
-
     def _informer(
         self,
         source: str,
-        resource: str,
-        call: ListCall,
+        resource: Resource,
         on_change: Callable[[str, Obj | None, Obj | None], None],
     ) -> Informer:
-        fn, args = call
         informer = Informer(
             self.kube,
             resource,
-            _counted(fn),
-            *args,
+            namespace=self.options.namespace if resource.namespaced else "",
             on_change=on_change,
+            on_error=_count_error,
             watch_timeout=self.options.watch_timeout,
         )
         self._feeds.setdefault(source, []).append(informer)
@@ -199,59 +194,29 @@ class SourceWatcher:
         return informer
 
     def _build(self) -> None:
-        core, k = self.kube.core, self.kube
+        handlers: dict[Resource, Callable[[str, Obj | None, Obj | None], None]] = {
+            SERVICES: self._on_service,
+            ENDPOINT_SLICES: self._on_endpoint_slice,
+            PODS: self._on_pod,
+            NODES: self._on_node,
+            INGRESSES: self._on_ingress,
+            DNS_ENDPOINTS: self._on_dnsendpoint,
+        }
         for source in self.options.sources:
             self._pending[source] = {}
-        if SERVICE in self.options.sources:
-            self._informer(
-                SERVICE,
-                "services",
-                self._scoped(core.list_namespaced_service, core.list_service_for_all_namespaces),
-                self._on_service,
-            )
-            self._informer(
-                SERVICE,
-                "endpointslices",
-                self._scoped(
-                    k.discovery.list_namespaced_endpoint_slice,
-                    k.discovery.list_endpoint_slice_for_all_namespaces,
-                ),
-                self._on_endpoint_slice,
-            )
-            self._informer(
-                SERVICE,
-                "pods",
-                self._scoped(core.list_namespaced_pod, core.list_pod_for_all_namespaces),
-                self._on_pod,
-            )
-            self._nodes = self._informer(SERVICE, "nodes", (core.list_node, ()), self._on_node)
-        if INGRESS in self.options.sources:
-            self._informer(
-                INGRESS,
-                "ingresses",
-                self._scoped(
-                    k.networking.list_namespaced_ingress, k.networking.list_ingress_for_all_namespaces
-                ),
-                self._on_ingress,
-            )
-        if CRD in self.options.sources:
-            ns = self.options.namespace
-            call: ListCall = (
-                (k.custom.list_namespaced_custom_object, (CRD_GROUP, CRD_VERSION, ns, CRD_PLURAL))
-                if ns
-                else (k.custom.list_cluster_custom_object, (CRD_GROUP, CRD_VERSION, CRD_PLURAL))
-            )
-            self._dnsendpoints_list = call
-            self._informer(CRD, "dnsendpoints", call, self._on_dnsendpoint)
+            for resource in SOURCE_RESOURCES[source]:
+                informer = self._informer(source, resource, handlers[resource])
+                if resource is NODES:
+                    self._nodes = informer
 
     @property
     def informers(self) -> dict[str, Informer]:
         """The informers by resource (`services`, `pods`, ...): their caches, for inspection."""
-        return {i.resource: i for feed in self._feeds.values() for i in feed}
+        return {i.name: i for feed in self._feeds.values() for i in feed}
 
     def unsynced(self) -> list[str]:
         """Resources not listed yet, for a readiness message (empty once every informer has listed)."""
-        return [i.resource for feed in self._feeds.values() for i in feed if not i.synced.is_set()]
+        return [i.name for feed in self._feeds.values() for i in feed if not i.synced.is_set()]
 
     # -- events (on the event loop, from the informers) ---------------------------------------------------
 
@@ -304,15 +269,14 @@ class SourceWatcher:
 
     async def _run_dnsendpoints(self, informer: Informer) -> None:
         """Wait for the DNSEndpoint CRD (probing with backoff, one error logged), then run the informer."""
-        assert self._dnsendpoints_list is not None
-        fn, args = self._dnsendpoints_list
         backoff = Backoff(initial=0.5, maximum=self.options.max_backoff)
         missing = False
         while True:
             try:
-                await self.kube.call(_counted(fn), *args, limit=1)
+                await self.kube.list(DNS_ENDPOINTS, namespace=self.options.namespace, limit=1)
                 break
             except KubeError as exc:
+                SOURCE_ERRORS.inc()
                 if exc.not_found and not missing:
                     missing = True
                     CRD_MISSING.set(1)
@@ -474,14 +438,8 @@ class SourceWatcher:
                 continue
             namespace, _, name = key.partition("/")
             try:
-                await self.kube.call(
-                    self.kube.custom.patch_namespaced_custom_object_status,
-                    CRD_GROUP,
-                    CRD_VERSION,
-                    namespace,
-                    CRD_PLURAL,
-                    name,
-                    {"status": {"observedGeneration": due}},
+                await self.kube.patch_status(
+                    DNS_ENDPOINTS, name, {"status": {"observedGeneration": due}}, namespace=namespace
                 )
             except KubeError as exc:
                 if exc.not_found:

@@ -1,39 +1,47 @@
 """Which Kubernetes API verbs shardsync calls, read from its source, so RBAC can be checked against the code.
 
-An AST walk over `shardsync/` (without `shardsync/local/`, the development tools that never run in the
-cluster) finds every kubernetes client API class the code instantiates (`k8s.CoreV1Api(...)`) and every
-reference to one of their methods (`kube.core.list_namespaced_service`, `core.read_namespaced_config_map`,
-...), however it is called: through `Kube.call`, handed to an `Informer`, or kept in a tuple for later.
-The client's own generated code says which HTTP method and path each method uses; the path gives the API
-group, resource and subresource, the method and whether the path names one object give the RBAC verb.
-
-A `list_*` method counts as list + watch (an informer lists, then watches from the list's version) unless
-it is only ever the first argument of a one-shot `call(...)`/`fetch(...)`, which lists and nothing more.
-Custom-object methods carry `{group}` and `{plural}` in their path: shardsync uses them for DNSEndpoints
-only, so a module that references one must also reference the CRD constants (`CRD_GROUP`, `CRD_PLURAL`).
+Every API call goes through `shardsync.kube` and names its object kind with a `Resource` value. An AST walk
+over `shardsync/` (without `shardsync/local/`, the development tools that never run in the cluster) finds:
+- every verb call `<kube>.<verb>(RESOURCE, ...)` (get, list, watch, create, replace, patch, patch_status,
+  delete), the resource resolved to the module-level `Resource` it names;
+- every informer, `Informer(kube, RESOURCE, ...)` (or a subclass calling `super().__init__(kube, RESOURCE,
+  ...)`), which lists and then watches.
+A call on something named like a Kubernetes client (`kube`, `self.kube`, ...) whose resource cannot be
+resolved to a constant is an error: the scan would otherwise miss it. Resources that arrive as values (the
+source kinds' watches) are read from the table they come from (`table_access`).
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
-import re
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from kubernetes import client as k8s
-
-from shardsync.sources.watcher import CRD_GROUP, CRD_PLURAL
+from shardsync.objects import Resource
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shardsync"
 EXCLUDED = (PACKAGE / "local",)
+# The plumbing that carries its caller's resource (counted at the caller), and the generic source watcher,
+# whose informers take the resources of the source table (counted by `table_access`).
+PLUMBING = (PACKAGE / "kube.py", PACKAGE / "informer.py")
+TABLE_DRIVEN = (PACKAGE / "sources" / "watcher.py",)
 
-# The client's generated code, in its two styles: `method='GET', resource_path='/api/...'` (client >= 31)
-# and `'/api/...', 'GET',` (older releases).
-_NEW_STYLE = re.compile(r"method='(?P<method>[A-Z]+)',\s*resource_path='(?P<path>[^']+)'")
-_OLD_STYLE = re.compile(r"'(?P<path>/apis?/[^']*)',\s*'(?P<method>[A-Z]+)'")
-_ONE_SHOT_CALLERS = frozenset({"call", "fetch"})
+# The kube verb → the RBAC verbs it needs.
+VERBS: dict[str, tuple[str, ...]] = {
+    "get": ("get",),
+    "list": ("list",),
+    "watch": ("watch",),
+    "create": ("create",),
+    "replace": ("update",),
+    "patch": ("patch",),
+    "patch_status": ("patch",),
+    "delete": ("delete",),
+}
+INFORMERS = frozenset({"Informer", "_MemberInformer"})
+_KUBE_NAMES = frozenset({"kube", "_kube"})
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -49,159 +57,126 @@ class Access:
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where a client method goes: HTTP method and the path's parts."""
-
-    method: str
-    group: str
-    resource: str
-    subresource: str
-    named: bool  # the path ends in one object ({name}), not a collection
-
-
-@dataclass(frozen=True, slots=True)
 class Use:
-    """One reference to a client method in the source."""
+    """One API call found in the source."""
 
     module: Path
     line: int
-    api: str  # the client class
-    name: str  # the method
-    one_shot: bool  # only the first argument of call(...)/fetch(...)
+    resource: Resource
+    verb: str  # a key of VERBS, or "informer"
 
 
 def source_files() -> Iterator[Path]:
     for path in sorted(PACKAGE.rglob("*.py")):
-        if not any(path.is_relative_to(excluded) for excluded in EXCLUDED):
+        if (
+            path.name != "__main__.py"
+            and path not in PLUMBING
+            and not any(path.is_relative_to(e) for e in EXCLUDED)
+        ):
             yield path
 
 
-def _parse(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+def module_globals(path: Path) -> dict[str, Any]:
+    """The globals of the module at `path`, imported: where its resource constants resolve."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return vars(importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts)))
 
 
-def api_classes() -> set[str]:
-    """The kubernetes client API classes shardsync instantiates (`k8s.CoreV1Api(...)` and the like)."""
-    found: set[str] = set()
-    for path in source_files():
-        for node in ast.walk(_parse(path)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                name = node.func.attr
-                if name.endswith("Api") and name != "ApiClient" and hasattr(k8s, name):
-                    found.add(name)
-    return found
+def _resolve(node: ast.AST, namespace: dict[str, Any]) -> Any:
+    """The value a Name or a dotted Attribute names in the module's globals (None when it cannot be told)."""
+    if isinstance(node, ast.Name):
+        return namespace.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _resolve(node.value, namespace)
+        return getattr(base, node.attr, None) if base is not None else None
+    return None
 
 
-def endpoint(api: str, name: str) -> Endpoint:
-    """The HTTP method and path of `k8s.<api>.<name>`, read from the client's generated code."""
-    cls = getattr(k8s, api)
-    generated = getattr(cls, f"_{name}_serialize", None) or getattr(cls, f"{name}_with_http_info")
-    source = inspect.getsource(generated)
-    match = _NEW_STYLE.search(source) or _OLD_STYLE.search(source)
-    if match is None:
-        raise LookupError(f"cannot find the HTTP path of {api}.{name} in the kubernetes client")
-    return parse_path(match["method"], match["path"])
-
-
-def parse_path(method: str, path: str) -> Endpoint:
-    """`GET /apis/apps/v1/namespaces/{namespace}/statefulsets/{name}` → get of apps statefulsets."""
-    parts = [p for p in path.split("/") if p]
-    if parts[:2] == ["api", "v1"]:
-        group, rest = "", parts[2:]
-    elif parts[0] == "apis" and len(parts) >= 3:
-        group, rest = parts[1], parts[3:]
-    else:
-        raise ValueError(f"not a resource path: {path}")
-    if rest[:2] == ["namespaces", "{namespace}"] and len(rest) >= 3:
-        rest = rest[2:]  # namespaces/{namespace}/<resource>...
-    if rest[:1] == ["watch"]:
-        raise ValueError(f"deprecated watch path: {path}")
-    resource, named, subresource = rest[0], len(rest) >= 2, rest[2] if len(rest) >= 3 else ""
-    return Endpoint(method, group, resource, subresource, named)
-
-
-def _method_index(classes: set[str]) -> dict[str, str]:
-    """Method name → the one API class (among `classes`) that has it; names in several are refused."""
-    owners: dict[str, set[str]] = {}
-    for api in classes:
-        cls = getattr(k8s, api)
-        for name, _ in inspect.getmembers(cls, inspect.isfunction):
-            # Endpoints only: each has a `<name>_with_http_info` twin.
-            if not name.startswith("_") and hasattr(cls, f"{name}_with_http_info"):
-                owners.setdefault(name, set()).add(api)
-    return {name: next(iter(apis)) for name, apis in owners.items() if len(apis) == 1} | {
-        name: "" for name, apis in owners.items() if len(apis) > 1
-    }
-
-
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-
-def _is_one_shot(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """`call(<node>, ...)` or `call(wrapper(<node>), ...)`, with `call` a name or attribute `call`/`fetch`."""
-    current = node
-    parent = parents.get(current)
-    if isinstance(parent, ast.Call) and current in parent.args and _callee(parent) not in _ONE_SHOT_CALLERS:
-        current, parent = parent, parents.get(parent)  # a wrapper such as _counted(fn)
-    return (
-        isinstance(parent, ast.Call)
-        and bool(parent.args)
-        and parent.args[0] is current
-        and _callee(parent) in _ONE_SHOT_CALLERS
-    )
+def _names_kube(node: ast.AST) -> bool:
+    """`kube`, `self.kube`, `loop.kube`, `self._kube`: a receiver that is a Kubernetes client."""
+    if isinstance(node, ast.Name):
+        return node.id in _KUBE_NAMES
+    return isinstance(node, ast.Attribute) and node.attr in _KUBE_NAMES
 
 
 def _callee(call: ast.Call) -> str:
     func = call.func
     if isinstance(func, ast.Attribute):
         return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return ""
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _informer_resource(call: ast.Call, in_informer_subclass: bool) -> ast.AST | None:
+    """The resource argument of an informer construction, or None when `call` is not one."""
+    name = _callee(call)
+    is_super_init = (
+        name == "__init__"
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Call)
+        and _callee(call.func.value) == "super"
+        and in_informer_subclass
+    )
+    if name not in INFORMERS and not is_super_init:
+        return None
+    if len(call.args) >= 2:
+        return call.args[1]
+    return next((k.value for k in call.keywords if k.arg == "resource"), None)
 
 
 def uses() -> list[Use]:
-    """Every reference to a method of the API classes shardsync instantiates."""
-    index = _method_index(api_classes())
+    """Every API call in shardsync's source (see the module docstring)."""
     found: list[Use] = []
     for path in source_files():
-        tree = _parse(path)
-        parents = _parents(tree)
-        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Attribute) or node.attr not in index:
-                continue
-            api = index[node.attr]
-            if not api:
-                raise LookupError(f"{path}:{node.lineno}: {node.attr} exists in several API classes")
-            if api == "CustomObjectsApi" and not {"CRD_GROUP", "CRD_PLURAL"} <= names:
-                raise LookupError(f"{path}:{node.lineno}: a custom-object call not about DNSEndpoints")
-            found.append(Use(path, node.lineno, api, node.attr, _is_one_shot(node, parents)))
-    return found
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        namespace = module_globals(path)
+        informer_classes = {
+            cls.name
+            for cls in ast.walk(tree)
+            if isinstance(cls, ast.ClassDef)
+            and any(isinstance(b, ast.Name) and b.id in INFORMERS for b in cls.bases)
+        }
+        for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] + [tree]:
+            in_subclass = isinstance(cls, ast.ClassDef) and cls.name in informer_classes
+            for node in ast.walk(cls):
+                if not isinstance(node, ast.Call):
+                    continue
+                target = _informer_resource(node, in_subclass)
+                verb = "informer"
+                if target is None:
+                    verb = _callee(node)
+                    receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+                    if verb not in VERBS or receiver is None or not _names_kube(receiver) or not node.args:
+                        continue
+                    target = node.args[0]
+                resource = _resolve(target, namespace)
+                if verb == "informer" and path in TABLE_DRIVEN and not isinstance(resource, Resource):
+                    continue
+                if not isinstance(resource, Resource):
+                    raise LookupError(
+                        f"{path}:{node.lineno}: {verb} of a resource that is not a module constant "
+                        f"({ast.unparse(target)}); name a Resource constant or take it from the source table"
+                    )
+                found.append(Use(path, node.lineno, resource, verb))
+    return sorted(set(found), key=lambda u: (str(u.module), u.line, u.verb))
 
 
-def _verbs(ep: Endpoint, watched: bool) -> list[str]:
-    if ep.method == "GET":
-        return ["get"] if ep.named else (["list", "watch"] if watched else ["list"])
-    if ep.method == "DELETE":
-        return ["delete"] if ep.named else ["deletecollection"]
-    return [{"POST": "create", "PUT": "update", "PATCH": "patch"}[ep.method]]
+def table_access() -> set[Access]:
+    """The resources that reach informers as values: each source kind's watches (list + watch each)."""
+    from shardsync.sources.watcher import SOURCE_RESOURCES
+
+    return {a for resources in SOURCE_RESOURCES.values() for r in resources for a in _access(r, "informer")}
+
+
+def _access(resource: Resource, verb: str) -> set[Access]:
+    if verb == "informer":
+        return {Access(resource.group, resource.plural, v) for v in ("list", "watch")}
+    plural = f"{resource.plural}/status" if verb == "patch_status" else resource.plural
+    return {Access(resource.group, plural, v) for v in VERBS[verb]}
 
 
 def required_access() -> set[Access]:
     """Every (group, resource, verb) the code can call."""
-    watched: dict[tuple[str, str], bool] = {}
+    access = table_access()
     for use in uses():
-        key = (use.api, use.name)
-        watched[key] = watched.get(key, False) or not use.one_shot
-    access: set[Access] = set()
-    for (api, name), is_watched in watched.items():
-        ep = endpoint(api, name)
-        group, resource = ep.group, ep.resource
-        if group == "{group}":
-            group, resource = CRD_GROUP, CRD_PLURAL
-        if ep.subresource:
-            resource = f"{resource}/{ep.subresource}"
-        access.update(Access(group, resource, verb) for verb in _verbs(ep, is_watched))
+        access |= _access(use.resource, use.verb)
     return access

@@ -11,16 +11,16 @@ from typing import Any
 
 import anyio
 import pytest
-from kubernetes import client as k8s
 
+from shardsync.kube import BlockingKube
 from shardsync.local import control, seed
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.children import Child, ChildFailed
 from shardsync.local.launcher import Launcher, LocalOptions
 from shardsync.local.table import ReplicaSnapshot, progress, render
-from shardsync.sources.crd import dnsendpoint_endpoints
-from shardsync.sources.service import service_endpoints
-from tests.kubeclient import as_dict, present, unparsed
+from shardsync.objects import STATEFULSETS
+from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints
+from shardsync.sources.service import SERVICES, service_endpoints
 from tests.waits import eventually_sync
 
 ZONES = ["zone-0000.example", "zone-0001.example", "zone-0002.example"]
@@ -35,23 +35,13 @@ def anyio_backend() -> str:
 
 
 def test_seeded_objects_ask_for_records_in_every_zone(apiserver: ApiServer) -> None:
-    api = apiserver.api_client()
-    seed.install_crd(api)
-    assert seed.seed_objects(api, ZONES, 3) == len(ZONES) * 4
-    services = k8s.CoreV1Api(api).list_namespaced_service(seed.NAMESPACE, _preload_content=False)
-    custom = k8s.CustomObjectsApi(api)
-    endpoints = as_dict(
-        custom.list_namespaced_custom_object(
-            seed.CRD_GROUP, seed.CRD_VERSION, seed.NAMESPACE, seed.CRD_PLURAL
-        )
-    )
-    import orjson
-
-    svc_items = orjson.loads(unparsed(services))["items"]
+    kube = BlockingKube(apiserver.api_client())
+    seed.install_crd(kube)
+    assert seed.seed_objects(kube, ZONES, 3) == len(ZONES) * 4
     names = set()
-    for obj in svc_items:
+    for obj in kube.list(SERVICES, namespace=seed.NAMESPACE)["items"]:
         names |= {e.dns_name for e in service_endpoints(obj).endpoints}
-    for obj in endpoints["items"]:
+    for obj in kube.list(DNS_ENDPOINTS, namespace=seed.NAMESPACE)["items"]:
         result = dnsendpoint_endpoints(obj)
         assert result.problems == []
         names |= {e.dns_name for e in result.endpoints}
@@ -61,16 +51,14 @@ def test_seeded_objects_ask_for_records_in_every_zone(apiserver: ApiServer) -> N
 
 
 def test_statefulset_is_created_then_scaled(apiserver: ApiServer) -> None:
-    api = apiserver.api_client()
-    apps = k8s.AppsV1Api(api)
-    seed.set_replicas(api, 3)
-    assert apps.read_namespaced_stateful_set(seed.STATEFULSET, seed.NAMESPACE).spec.replicas == 3
-    seed.set_replicas(api, 5)
-    sts = apps.read_namespaced_stateful_set(seed.STATEFULSET, seed.NAMESPACE)
-    assert (
-        sts.spec.replicas == 5
-        and present(sts.spec.selector.match_labels)["app.kubernetes.io/name"] == "shardsync"
-    )
+    kube = BlockingKube(apiserver.api_client())
+    seed.set_replicas(kube, 3)
+    sts = kube.get(STATEFULSETS, seed.STATEFULSET, namespace=seed.NAMESPACE)
+    assert sts is not None and sts["spec"]["replicas"] == 3
+    seed.set_replicas(kube, 5)
+    sts = kube.get(STATEFULSETS, seed.STATEFULSET, namespace=seed.NAMESPACE)
+    assert sts is not None and sts["spec"]["replicas"] == 5
+    assert sts["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "shardsync"
 
 
 def test_addresses_are_distinct_test_addresses() -> None:

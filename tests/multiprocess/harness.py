@@ -29,8 +29,6 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-import orjson
-from kubernetes import client as k8s
 
 from bench import observe
 from bench.cluster import OWNER_ID, Cluster, ClusterSpec, Replica, zone_names
@@ -41,6 +39,8 @@ from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.providers.fake import AuditEntry, overlapping_writes
 from shardsync.registry import parse_labels
 from shardsync.sharding.timings import Timings
+from shardsync.sources.crd import DNS_ENDPOINTS
+from shardsync.sources.service import SERVICES
 from tests.waits import eventually_sync
 
 LEASE = 3.0  # --lease-duration
@@ -365,24 +365,21 @@ class Harness:
 
     def set_service_address(self, index: int, address: str) -> None:
         """Point Service `web-<index>` at a new address (its record `web.<zone>` follows)."""
-        core: Any = k8s.CoreV1Api(self.cluster.api)
         name = seed.service(index, self.zones[index])["metadata"]["name"]
         body = {"spec": {"externalIPs": [address]}}
-        core.patch_namespaced_service(name, seed.NAMESPACE, body, _preload_content=False, _request_timeout=10)
+        self.cluster.kube.patch(SERVICES, name, body, namespace=seed.NAMESPACE, request_timeout=10)
 
     def set_app_addresses(self, index: int, addresses: Sequence[str]) -> None:
         """Point DNSEndpoint `app-<index>`'s records at new addresses (one per record)."""
         body = seed.dns_endpoint(index, self.zones[index], self.per_zone)
         for ep, address in zip(body["spec"]["endpoints"], addresses, strict=True):
             ep["targets"] = [address]
-        k8s.CustomObjectsApi(self.cluster.api).patch_namespaced_custom_object(
-            seed.CRD_GROUP,
-            seed.CRD_VERSION,
-            seed.NAMESPACE,
-            seed.CRD_PLURAL,
+        self.cluster.kube.patch(
+            DNS_ENDPOINTS,
             body["metadata"]["name"],
             {"spec": body["spec"]},
-            _request_timeout=10,
+            namespace=seed.NAMESPACE,
+            request_timeout=10,
         )
 
     def drift(self, zone: str) -> None:
@@ -393,13 +390,9 @@ class Harness:
 
     def desired(self) -> dict[str, set[Record]]:
         """zone -> the records the Services and DNSEndpoints in the API ask for now."""
-        core: Any = k8s.CoreV1Api(self.cluster.api)
-        custom: Any = k8s.CustomObjectsApi(self.cluster.api)
-        services = core.list_namespaced_service(seed.NAMESPACE, _preload_content=False)
-        endpoints = custom.list_namespaced_custom_object(
-            seed.CRD_GROUP, seed.CRD_VERSION, seed.NAMESPACE, seed.CRD_PLURAL
-        )
-        records = expected_records(orjson.loads(services.data)["items"], endpoints["items"])
+        services = self.cluster.kube.list(SERVICES, namespace=seed.NAMESPACE)
+        endpoints = self.cluster.kube.list(DNS_ENDPOINTS, namespace=seed.NAMESPACE)
+        records = expected_records(services["items"], endpoints["items"])
         out: dict[str, set[Record]] = {z: set() for z in self.zones}
         for record in records:
             out[zone_of(record, self.zones)].add(record)

@@ -24,9 +24,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
-from kubernetes import client as k8s
 
 from bench import observe
+from shardsync.kube import KubeError
 from shardsync.local.apiserver.faults import check_mode
 from tests.multiprocess.conftest import StartCluster
 from tests.multiprocess.harness import (
@@ -184,7 +184,7 @@ class Chaos:
             try:
                 self.h.cluster.scale(replicas)
                 return
-            except k8s.ApiException as exc:
+            except KubeError as exc:
                 if exc.status != 503 or time.monotonic() > deadline:
                     raise
                 self.tick()

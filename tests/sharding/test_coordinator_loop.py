@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.kube import Kube, KubeError
+from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
+from shardsync.objects import CONFIGMAPS, LEASES, Resource
 from shardsync.sharding.assignment import Assignment, Member, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.coordinator_loop import Candidate, CoordinatorLoop
@@ -41,12 +42,14 @@ async def kubes(apiserver: ApiServer, *identities: str) -> AsyncIterator[list[Ku
             kube.api_client.close()  # type: ignore[no-untyped-call]
 
 
-async def read(kube: Kube, fn: Any, name: str) -> dict[str, Any]:
-    return await kube.call(fn, name, NAMESPACE)
+async def read(kube: Kube, resource: Resource, name: str) -> dict[str, Any]:
+    body = await kube.get(resource, name, namespace=NAMESPACE)
+    assert body is not None, f"{resource} {name} not found"
+    return body
 
 
 async def stored(admin: Kube) -> Assignment:
-    body = await read(admin, admin.core.read_namespaced_config_map, configmap_name(INSTANCE))
+    body = await read(admin, CONFIGMAPS, configmap_name(INSTANCE))
     return Assignment.from_configmap_data(body["data"])
 
 
@@ -54,12 +57,9 @@ async def stored_with(admin: Kube, members: set[str], within: float = 5.0) -> As
     """The stored assignment once it lists exactly `members` (bounded)."""
     with anyio.fail_after(within):
         while True:
-            try:
-                current = await stored(admin)
-            except KubeError as exc:
-                if not exc.not_found:
-                    raise
-            else:
+            body = await admin.get(CONFIGMAPS, configmap_name(INSTANCE), namespace=NAMESPACE)
+            if body is not None:
+                current = Assignment.from_configmap_data(body["data"])
                 if {m.identity for m in current.members} == members:
                     return current
             await anyio.sleep(0.05)
@@ -81,9 +81,7 @@ async def test_one_leader_and_a_released_lease_is_taken_over_at_once(apiserver: 
         leader = leaders()[0]
         await anyio.sleep(3 * RENEW)
         assert leaders() == [leader] and {c.leader for c in candidates} == {leader}
-        lease = await read(
-            clients[-1], clients[-1].coordination.read_namespaced_lease, coordinator_lease_name(INSTANCE)
-        )
+        lease = await read(clients[-1], LEASES, coordinator_lease_name(INSTANCE))
         assert lease["spec"]["holderIdentity"] == leader and lease["spec"]["leaseTransitions"] == 0
         assert lease["metadata"]["labels"]["app.kubernetes.io/instance"] == INSTANCE
 
@@ -93,9 +91,7 @@ async def test_one_leader_and_a_released_lease_is_taken_over_at_once(apiserver: 
             lambda: len(leaders()) == 1 and leaders()[0] != leader, 2 * RENEW + 1, "takeover"
         )
         assert took < LEASE  # no waiting out the lease: it was handed back
-        lease = await read(
-            clients[-1], clients[-1].coordination.read_namespaced_lease, coordinator_lease_name(INSTANCE)
-        )
+        lease = await read(clients[-1], LEASES, coordinator_lease_name(INSTANCE))
         assert lease["spec"]["leaseTransitions"] == 1
         tg.cancel_scope.cancel()
 
@@ -121,13 +117,13 @@ async def test_the_coordinator_publishes_and_continues_from_the_stored_generatio
         await wait_for(lambda: sum(loop.is_leader() for loop in loops) == 1, 5, "a coordinator")
         first = await stored_with(admin, {"p0", "p1"})
         assert first.generation == 1 and first.coordinator in ("p0", "p1")
-        body = await read(admin, admin.core.read_namespaced_config_map, configmap_name(INSTANCE))
+        body = await read(admin, CONFIGMAPS, configmap_name(INSTANCE))
         assert body["metadata"]["labels"]["app.kubernetes.io/name"] == "shardsync"
 
         # An operator pins a zone and writes generation 10 by hand; the coordinator builds on it.
         pinned = Assignment(10, first.members, first.ring, {"pinned.example": "p1"}, "", "operator")
         body["data"] = pinned.to_configmap_data()
-        await admin.call(admin.core.replace_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE, body)
+        await admin.replace(CONFIGMAPS, configmap_name(INSTANCE), body, namespace=NAMESPACE)
         await anyio.sleep(5 * RENEW)
         assert (await stored(admin)).generation == 10  # the membership did not change: nothing published
 

@@ -8,6 +8,7 @@ import pytest
 
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
+from shardsync.objects import STATEFULSETS
 from shardsync.sharding.departure import departure, judge, statefulset_ordinal
 
 pytestmark = pytest.mark.anyio
@@ -75,7 +76,7 @@ async def test_reads_the_statefulset_and_assumes_a_restart_when_the_api_is_down(
                 "template": {"metadata": {"labels": {"app": "dns"}}, "spec": {"containers": []}},
             },
         }
-        await kube.call(kube.apps.create_namespaced_stateful_set, "default", body)
+        await kube.create(STATEFULSETS, body, namespace="default")
         assert not (await departure(kube, "default", "dns-1")).leaving
         assert (await departure(kube, "default", "dns-2")).leaving
         apiserver.faults.refuse(user_agent="(dns-1)")

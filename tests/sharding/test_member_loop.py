@@ -12,8 +12,9 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
-from shardsync.kube import Kube, KubeError
+from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
+from shardsync.objects import LEASES
 from shardsync.sharding.member_loop import MemberLoop
 from shardsync.sharding.membership import MemberState, member_lease_name
 from shardsync.sharding.timings import Timings
@@ -63,9 +64,9 @@ def admin(apiserver: ApiServer) -> Any:
 
 
 async def read_lease(admin: Kube, identity: str) -> dict[str, Any]:
-    return await admin.call(
-        admin.coordination.read_namespaced_lease, member_lease_name(INSTANCE, identity), NAMESPACE
-    )
+    body = await admin.get(LEASES, member_lease_name(INSTANCE, identity), namespace=NAMESPACE)
+    assert body is not None
+    return body
 
 
 def renew_failures() -> float:
@@ -109,9 +110,7 @@ async def test_a_concurrent_edit_is_reread_and_kept(apiserver: ApiServer, admin:
         failures = renew_failures()
         lease = await read_lease(admin, "m0")
         lease["metadata"]["annotations"]["example.com/owner-team"] = "dns"
-        await admin.call(
-            admin.coordination.replace_namespaced_lease, member_lease_name(INSTANCE, "m0"), NAMESPACE, lease
-        )
+        await admin.replace(LEASES, member_lease_name(INSTANCE, "m0"), lease, namespace=NAMESPACE)
         renewed = loop.last_renewed
         await wait_for(lambda: loop.last_renewed != renewed, 2, "a renewal after the edit")
         await wait_for(lambda: loop.last_renewed != renewed, 2, "the next renewal")
@@ -131,11 +130,7 @@ async def test_peers_are_tracked_and_the_view_is_current_from_our_own_echo(apise
         # m1 leaves: deleted, so m0 forgets it at once (it released everything first).
         assert await m1.leave()
         await wait_for(lambda: set(m0.statuses()) == {"m0"}, 2, "m1 forgotten")
-        with pytest.raises(KubeError) as err:
-            await m1.kube.call(
-                m1.kube.coordination.read_namespaced_lease, member_lease_name(INSTANCE, "m1"), NAMESPACE
-            )
-        assert err.value.not_found
+        assert await m1.kube.get(LEASES, member_lease_name(INSTANCE, "m1"), namespace=NAMESPACE) is None
 
 
 async def test_cut_off_it_stops_writing_before_peers_deem_it_expired_and_rereads_when_back(

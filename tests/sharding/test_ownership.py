@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 
 from shardsync.kube import KubeError
 from shardsync.local.apiserver import ApiServer
+from shardsync.objects import CONFIGMAPS, LEASES, STATEFULSETS
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake import FakeStore, overlapping_writes
 from shardsync.sharding.assignment import CONFIGMAP_KEY, Assignment, Member, configmap_name
@@ -151,7 +152,7 @@ async def test_a_replica_leaving_for_good_drains_its_zones_first(apiserver: ApiS
         print(f"drain took {stopped:.2f}s, longest unowned {gap:.3f}s")
         assert gap < 1.0
         assert c.admin is not None
-        leases = await c.admin.call(c.admin.coordination.list_namespaced_lease, NAMESPACE)
+        leases = await c.admin.list(LEASES, namespace=NAMESPACE)
         names = {item["metadata"]["name"] for item in leases["items"]}
         assert member_lease_name(INSTANCE, "r1") not in names
         assert not leaving.worker.owned()
@@ -250,12 +251,10 @@ async def test_coordinator_failover_never_moves_the_generation_backwards(apiserv
             assert c.admin is not None
             while True:
                 try:
-                    body = await c.admin.call(
-                        c.admin.core.read_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE
-                    )
+                    body = await c.admin.get(CONFIGMAPS, configmap_name(INSTANCE), namespace=NAMESPACE)
                 except KubeError:
-                    pass  # a failed read is just a missing sample
-                else:
+                    body = None  # a failed read is just a missing sample
+                if body is not None:
                     published.append(Assignment.from_configmap_data(body["data"]).generation)
                 await anyio.sleep(0.05)
 
@@ -299,13 +298,10 @@ async def test_a_corrupt_assignment_is_logged_and_the_last_good_view_kept(
         generation = c.sharded()[0].view.generation  # type: ignore[union-attr]
         counted = REGISTRY.get_sample_value("shardsync_corrupt_assignments_total") or 0.0
         assert c.admin is not None
-        body = await c.admin.call(
-            c.admin.core.read_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE
-        )
+        body = await c.admin.get(CONFIGMAPS, configmap_name(INSTANCE), namespace=NAMESPACE)
+        assert body is not None
         body["data"] = {CONFIGMAP_KEY: '{"version": 1, "generation": "many"'}
-        await c.admin.call(
-            c.admin.core.replace_namespaced_config_map, configmap_name(INSTANCE), NAMESPACE, body
-        )
+        await c.admin.replace(CONFIGMAPS, configmap_name(INSTANCE), body, namespace=NAMESPACE)
         await wait_for(
             lambda: (REGISTRY.get_sample_value("shardsync_corrupt_assignments_total") or 0.0) >= counted + 3,
             5,
@@ -330,15 +326,14 @@ async def test_a_restarting_replica_gets_its_parked_zones_back_without_a_new_gen
 ) -> None:
     async with cluster(apiserver, zones=40) as c:
         assert c.admin is not None
-        await c.admin.call(c.admin.apps.create_namespaced_stateful_set, NAMESPACE, statefulset("shard", 3))
+        await c.admin.create(STATEFULSETS, statefulset("shard", 3), namespace=NAMESPACE)
         await start(c, "shard-0", "shard-1", "shard-2")
         generation = c.sharded()[0].view.generation  # type: ignore[union-attr]
         owners = c.owners()
         parked = {z for z, o in owners.items() if o == "shard-1"}
         await c.stop(c.nodes["shard-1"])  # ordinal 1 < 3 replicas: a restart
-        lease = await c.admin.call(
-            c.admin.coordination.read_namespaced_lease, member_lease_name(INSTANCE, "shard-1"), NAMESPACE
-        )
+        lease = await c.admin.get(LEASES, member_lease_name(INSTANCE, "shard-1"), namespace=NAMESPACE)
+        assert lease is not None
         assert lease["metadata"]["annotations"]["shardsync.io/restarting"] == "true"
         await anyio.sleep(LEASE + 1)  # its lease lapses, but the grace (30 s) keeps its zones parked
         for o, node in ((n.sharded, n) for n in c.nodes.values()):
@@ -357,7 +352,7 @@ async def test_a_restarting_replica_that_does_not_come_back_loses_its_zones_afte
 ) -> None:
     async with cluster(apiserver, zones=30) as c:
         assert c.admin is not None
-        await c.admin.call(c.admin.apps.create_namespaced_stateful_set, NAMESPACE, statefulset("shard", 3))
+        await c.admin.create(STATEFULSETS, statefulset("shard", 3), namespace=NAMESPACE)
         for identity in ("shard-0", "shard-1", "shard-2"):
             await c.add(identity, restart_grace=1.0)
         await wait_for(c.settled, 20, "settled")

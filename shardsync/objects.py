@@ -1,0 +1,102 @@
+"""Kubernetes objects as plain dicts: the `Resource` naming a kind of object, its metadata, safe field access.
+
+Pure: no client here. Objects are the API server's JSON; readers tolerate any shape, since a source object
+may hold anything a user wrote (`get` answers None where a field is missing or not a mapping).
+`shardsync.kube` sends requests for these resources; each source kind names its own resources, the ones
+the coordination protocol and the Events use are here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One kind of API object, as a path needs it: `group` is "" for the core group."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        """The `apiVersion` of its objects: `v1`, `apps/v1`, ..."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
+        """The REST path: a collection (in `namespace`, or across all namespaces when it is ""), or one
+        object, or its subresource."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+# The objects the coordination protocol and the Events use; each source kind names its own resources.
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+EVENTS = Resource("", "v1", "events", "Event")
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
+CUSTOM_RESOURCE_DEFINITIONS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
+)
+
+
+def resource_version(obj: Obj) -> str:
+    """`metadata.resourceVersion` of an object or a list ("" when absent)."""
+    meta = obj.get("metadata")
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+
+
+def object_key(obj: Obj) -> str:
+    """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+def get(obj: Any, *path: str) -> Any:
+    """obj[path[0]][path[1]]...; None when any step is missing or not a mapping."""
+    cur = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def get_str(obj: Any, *path: str) -> str:
+    value = get(obj, *path)
+    return value if isinstance(value, str) else ""
+
+
+def get_list(obj: Any, *path: str) -> list[Any]:
+    value = get(obj, *path)
+    return value if isinstance(value, list) else []
+
+
+def get_str_map(obj: Any, *path: str) -> dict[str, str]:
+    """A string-to-string map such as labels or annotations; other entries are dropped."""
+    value = get(obj, *path)
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def get_str_list(obj: Any, *path: str) -> list[str]:
+    return [v for v in get_list(obj, *path) if isinstance(v, str)]
