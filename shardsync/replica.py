@@ -24,7 +24,7 @@ from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
 from shardsync.providers.base import FenceToken, Provider, ProviderError
-from shardsync.providers.factory import build_provider
+from shardsync.providers.table import PROVIDERS
 from shardsync.registry import TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding import shards_view
@@ -292,5 +292,7 @@ def main(args: argparse.Namespace) -> int:
         ownership = ShardedOwnership(settings, kube)
     else:
         ownership = ActivePassiveOwnership(settings, kube)
-    replica = Replica(settings, kube, build_provider(settings), ownership)
+    kind = PROVIDERS[settings.provider]
+    provider = kind.create(settings.options(kind.flags), settings.identity)
+    replica = Replica(settings, kube, provider, ownership)
     return anyio.run(replica.run)

@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from shardsync.config import FLAGS, ConfigError, Settings, configure, settings_fields, settings_from_args
+from shardsync.providers import rfc2136
 
 
 def parse(argv: list[str], env: dict[str, str] | None = None) -> Settings:
@@ -112,7 +113,7 @@ def test_secret_is_not_in_repr_and_reads_from_file(tmp_path: pytest.TempPathFact
             f"--rfc2136-tsig-secret-file={secret_file}",
         ]
     )
-    assert s.tsig_secret() == "c2VjcmV0"
+    assert s.options(rfc2136.FLAGS).secret() == "c2VjcmV0"
     s2 = parse(
         [
             "--provider=rfc2136",

@@ -44,6 +44,7 @@ import orjson
 from prometheus_client import Counter
 
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, normalize_name
+from shardsync.flags import Flag, FlagGroup
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -326,3 +327,39 @@ class WebhookProvider:
         if current != fence:
             held = current.to_text() if current else "no token"
             raise FencedError(f"zone {zone}: this process holds {held}, not {fence.to_text()}")
+
+
+# -- flags and construction ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookOptions:
+    """The `--webhook-*` flags."""
+
+    provider_url: str = "http://localhost:8888"
+    allow_unfenced: bool = False
+
+
+FLAGS = FlagGroup(
+    "webhook",
+    "webhook provider (--provider=webhook)",
+    WebhookOptions,
+    (
+        Flag(
+            "provider_url",
+            "URL of an external-dns webhook provider",
+            flag="webhook-provider-url",
+            external_dns="--webhook-provider-url",
+        ),
+        Flag(
+            "allow_unfenced",
+            "let sharded replicas write through the webhook provider, which cannot fence writes",
+            switch=True,
+            flag="webhook-allow-unfenced",
+        ),
+    ),
+)
+
+
+def build(options: WebhookOptions, identity: str) -> WebhookProvider:
+    return WebhookProvider(options.provider_url, identity=identity, allow_unfenced=options.allow_unfenced)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from shardsync import config
+from shardsync.providers.table import PROVIDERS
 from tests.deploy.kustomize import Obj, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,5 +63,5 @@ def settings_for(args: list[str], env: Mapping[str, str]) -> config.Settings:
 
 def provider_args(args: list[str]) -> list[str]:
     """The args that choose and configure the DNS provider."""
-    prefixes = ("--provider", *(f"--{p}" for p in config.PROVIDERS))
+    prefixes = ("--provider", *(f"--{p}" for p in PROVIDERS))
     return [a for a in args if a.startswith(prefixes)]

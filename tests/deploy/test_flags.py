@@ -1,4 +1,4 @@
-"""The README's flags table and `shardsync run --help` agree with config.FLAGS."""
+"""The README's flags table and `shardsync run --help` agree with the flag groups (config.all_flags)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,14 @@ from tests.deploy import flags_table
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def test_every_flag_says_which_external_dns_flag_it_mirrors() -> None:
-    assert set(flags_table.EXTERNAL_DNS) == {flag.name for flag in config.FLAGS}
+def test_external_dns_names_are_flags_and_each_option_is_declared_once() -> None:
+    options = [flag.option for _, flag in config.all_flags()]
+    assert len(options) == len(set(options))
+    mirrored = [flag.external_dns for _, flag in config.all_flags() if flag.external_dns]
+    assert all(m.startswith("--") for m in mirrored) and len(mirrored) == len(set(mirrored))
 
 
-@pytest.mark.parametrize("flag", config.FLAGS, ids=lambda f: f.option)
+@pytest.mark.parametrize("flag", [f for _, f in config.all_flags()], ids=lambda f: f.option)
 def test_the_environment_column_names_the_variable_config_reads(flag: config.Flag) -> None:
     assert config._env_value(flag, {flags_table.env_name(flag): "value"}) == "value"
 
@@ -31,7 +34,7 @@ def test_readme_table_is_generated_from_flags() -> None:
 
 def test_table_has_one_row_per_flag() -> None:
     rows = [line for line in flags_table.table().splitlines() if line.startswith("| `--")]
-    assert [row.split("`")[1] for row in rows] == [flag.option for flag in config.FLAGS]
+    assert [row.split("`")[1] for row in rows] == [flag.option for _, flag in config.all_flags()]
 
 
 def test_run_help_lists_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
@@ -39,6 +42,6 @@ def test_run_help_lists_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         main(["run", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for flag in config.FLAGS:
+    for _, flag in config.all_flags():
         assert flag.option in out
     assert "%{record_type}" in out  # help text with a literal % is printed, not formatted

@@ -15,6 +15,7 @@ import shardsync
 import shardsync.replica
 import shardsync.sharding.ownership  # registers the sharding metrics
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
+from shardsync.providers import rfc2136 as rfc2136_provider
 from shardsync.server import parse_address
 from shardsync.sharding.assignment import configmap_name
 from tests.deploy import manifests as m
@@ -213,7 +214,7 @@ def test_rfc2136_secret_comes_from_a_secret_never_from_args(rfc2136: list[Obj]) 
     assert ref == {"secretKeyRef": {"name": "shardsync-rfc2136", "key": "tsig-secret"}}
     settings = m.settings_for(c["args"], {**POD_ENV, "SHARDSYNC_RFC2136_TSIG_SECRET": "c2VjcmV0"})
     assert settings.provider == "rfc2136"
-    assert settings.tsig_secret() == "c2VjcmV0"
+    assert settings.options(rfc2136_provider.FLAGS).secret() == "c2VjcmV0"
     assert "c2VjcmV0" not in repr(settings)
 
 
