@@ -66,6 +66,35 @@ def name_error(name: str) -> str | None:
     return None
 
 
+def canonical_target(record_type: str, target: str) -> str:
+    """Addresses in their canonical text form, so `2001:DB8::1` and `2001:db8::1` compare equal."""
+    if record_type in ("A", "AAAA"):
+        try:
+            return str(ipaddress.ip_address(target))
+        except ValueError:
+            return target
+    return target
+
+
+def _target_key(target: str) -> str:
+    text = target.strip().lower()
+    if ":" in text:
+        try:
+            return str(ipaddress.ip_address(text))
+        except ValueError:
+            pass
+    return text.rstrip(".")
+
+
+def same_targets(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """external-dns's Targets.Same: equal as sets, case-insensitive, IP addresses in any spelling."""
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    return sorted(map(_target_key, a)) == sorted(map(_target_key, b))
+
+
 def _target_error(record_type: str, target: str) -> str | None:
     if not target:
         return "empty target"

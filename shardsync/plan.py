@@ -31,7 +31,6 @@ Every list in the result is sorted by key, so equal inputs give equal plans what
 
 from __future__ import annotations
 
-import ipaddress
 import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from shardsync.endpoint import (
     RESOURCE_LABEL,
     Changes,
     Endpoint,
+    same_targets,
 )
 
 DEFAULT_OWNER_ID = "default"  # external-dns's --txt-owner-id default
@@ -224,26 +224,7 @@ def _needs_update(want: Endpoint, have: Endpoint) -> bool:
         have.provider_specific
     ):
         return True
-    return not _same_targets(want.targets, have.targets)
-
-
-def _same_targets(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """external-dns's Targets.Same: equal as sets, case-insensitive, IP addresses in any spelling."""
-    if a == b:
-        return True
-    if len(a) != len(b):
-        return False
-    return sorted(map(_canonical_target, a)) == sorted(map(_canonical_target, b))
-
-
-def _canonical_target(target: str) -> str:
-    text = target.strip().lower()
-    if ":" in text:
-        try:
-            return str(ipaddress.ip_address(text))
-        except ValueError:
-            pass
-    return text.rstrip(".")
+    return not same_targets(want.targets, have.targets)
 
 
 def _created(ep: Endpoint) -> float:

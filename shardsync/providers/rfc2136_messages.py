@@ -12,7 +12,7 @@ Targets are the presentation form of one record's rdata, as external-dns writes 
 - any other target is the raw value (`v=spf1 -all`), written byte for byte in 255-byte character-strings.
 
 Read back, a TXT record is always rendered quoted (dnspython's presentation form), so a quoted target
-round-trips exactly; `canonical_target()` gives the form `records()` returns for any target, for callers
+round-trips exactly; `written_spelling()` gives the form `records()` returns for any target, for callers
 that compare desired with current.
 
 Changes are written in batches of `batch_size` changes per UPDATE message, deletes first, then updates,
@@ -152,7 +152,7 @@ def to_target(rdata: dns.rdata.Rdata) -> str:
     return str(rdata.to_text())
 
 
-def canonical_target(record_type: str, target: str) -> str:
+def written_spelling(record_type: str, target: str) -> str:
     """The spelling `records()` returns for a target once written (ValueError if it cannot be written)."""
     return to_target(to_rdata(record_type, target))
 

@@ -15,12 +15,12 @@ import anyio
 from shardsync.config import Settings
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
+from shardsync.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.sharding import shards_view
 from shardsync.sharding.clock import Clock, SystemClock, wall_at
 from shardsync.sharding.coordinator_loop import Candidate
 from shardsync.sharding.host import Host
-from shardsync.sharding.notify import Notifier
 from shardsync.sharding.ownership import GENERATION
 from shardsync.sharding.timings import Timings
 

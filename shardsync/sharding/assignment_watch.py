@@ -17,9 +17,9 @@ from prometheus_client import Counter
 from shardsync.informer import Informer
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
+from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, resource_version
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name, is_successor
-from shardsync.sharding.notify import Notifier
 from shardsync.sharding.timings import Timings
 
 log = get_logger(__name__)

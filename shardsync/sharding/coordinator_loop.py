@@ -23,6 +23,7 @@ from prometheus_client import Counter, Gauge
 from shardsync.backoff import Backoff
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, LEASES, resource_version
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, Publisher, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
@@ -30,7 +31,6 @@ from shardsync.sharding.clock import Clock, SystemClock
 from shardsync.sharding.election import Action, CoordinatorLease, Election, coordinator_lease_name
 from shardsync.sharding.member_loop import RENEW_FAILURES, MemberLoop
 from shardsync.sharding.membership import MalformedLease
-from shardsync.sharding.notify import Notifier
 from shardsync.sharding.timings import Timings
 
 log = get_logger(__name__)

@@ -29,6 +29,7 @@ from shardsync.backoff import Backoff
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.notify import Notifier
 from shardsync.objects import LEASES
 from shardsync.sharding.clock import Clock, SystemClock
 from shardsync.sharding.membership import (
@@ -42,7 +43,6 @@ from shardsync.sharding.membership import (
     member_lease_name,
     write_deadline,
 )
-from shardsync.sharding.notify import Notifier
 from shardsync.sharding.timings import Timings
 
 log = get_logger(__name__)

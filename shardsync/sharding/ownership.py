@@ -34,6 +34,7 @@ from shardsync.backoff import Backoff
 from shardsync.config import Settings
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
+from shardsync.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.sharding import shards_view
 from shardsync.sharding.assignment import Assignment, is_successor
@@ -44,7 +45,6 @@ from shardsync.sharding.departure import departure
 from shardsync.sharding.handoff import handoff, may_acquire, zone_state
 from shardsync.sharding.host import Host
 from shardsync.sharding.member_loop import MemberLoop
-from shardsync.sharding.notify import Notifier
 from shardsync.sharding.timings import Timings
 
 log = get_logger(__name__)

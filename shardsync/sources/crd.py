@@ -23,9 +23,10 @@ from shardsync.endpoint import (
     SUPPORTED_TYPES,
     Endpoint,
     InvalidEndpoint,
+    canonical_target,
 )
 from shardsync.objects import Resource, get, get_str
-from shardsync.sources.result import ObjectRef, Problem, SourceResult, canonical_target
+from shardsync.sources.result import ObjectRef, Problem, SourceResult
 
 DNS_ENDPOINTS = Resource("externaldns.k8s.io", "v1alpha1", "dnsendpoints", "DNSEndpoint")
 API_VERSION = DNS_ENDPOINTS.api_version

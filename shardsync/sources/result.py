@@ -18,6 +18,7 @@ from shardsync.endpoint import (
     RESOURCE_LABEL,
     Endpoint,
     InvalidEndpoint,
+    canonical_target,
     normalize_name,
 )
 from shardsync.objects import get_str
@@ -83,16 +84,6 @@ def suitable_type(target: str) -> str:
     except ValueError:
         return "CNAME"
     return "A" if ip.version == 4 else "AAAA"
-
-
-def canonical_target(record_type: str, target: str) -> str:
-    """Addresses in their canonical text form, so `2001:DB8::1` and `2001:db8::1` compare equal."""
-    if record_type in ("A", "AAAA"):
-        try:
-            return str(ipaddress.ip_address(target))
-        except ValueError:
-            return target
-    return target
 
 
 class EndpointSet:

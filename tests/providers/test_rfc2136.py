@@ -26,7 +26,7 @@ from shardsync.providers.base import (
     UnreachableError,
 )
 from shardsync.providers.rfc2136 import Rfc2136Provider
-from shardsync.providers.rfc2136_messages import canonical_target
+from shardsync.providers.rfc2136_messages import written_spelling
 from tests.bind import BindServer
 
 pytestmark = [pytest.mark.bind, pytest.mark.anyio]
@@ -175,9 +175,9 @@ async def test_registry_txt_round_trips_exactly(
     # The registry's quoted content comes back byte for byte, and so does zone-file text.
     assert listed[f"a-www.{zone}"] == (REGISTRY_TXT,)
     assert listed[f"multi.{zone}"] == ('"v=DKIM1; k=rsa; " "p=MIGfMA0"',)
-    # Raw values come back in the canonical (quoted) spelling, which canonical_target predicts.
+    # Raw values come back in the canonical (quoted) spelling, which written_spelling predicts.
     for name in (f"raw.{zone}", f"long.{zone}", f"utf.{zone}"):
-        assert listed[name] == (canonical_target("TXT", targets[name]),)
+        assert listed[name] == (written_spelling("TXT", targets[name]),)
     # On the wire the quotes are syntax, not data: exactly what external-dns itself writes.
     rrset = bind_server.rrset(f"a-www.{zone}", "TXT")
     assert rrset is not None

@@ -18,7 +18,6 @@ from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.rfc2136_messages import (
     UpdateBuilder,
-    canonical_target,
     endpoints_from_rrsets,
     fence_update,
     is_zone_quoted,
@@ -27,6 +26,7 @@ from shardsync.providers.rfc2136_messages import (
     to_rdata,
     to_target,
     txt_strings,
+    written_spelling,
 )
 
 SECRET = base64.b64encode(b"k" * 32).decode()
@@ -55,10 +55,10 @@ ZONE = "example.test"
         ("TXT", "café", '"caf\\195\\169"'),
     ],
 )
-def test_canonical_target(rtype: str, target: str, canonical: str) -> None:
-    assert canonical_target(rtype, target) == canonical
+def test_written_spelling(rtype: str, target: str, canonical: str) -> None:
+    assert written_spelling(rtype, target) == canonical
     # The canonical spelling is a fixed point: writing it again yields the same record.
-    assert canonical_target(rtype, canonical) == canonical
+    assert written_spelling(rtype, canonical) == canonical
     assert to_rdata(rtype, canonical) == to_rdata(rtype, target)
 
 
@@ -82,8 +82,8 @@ def test_long_txt_is_split_into_255_byte_strings_without_breaking_utf8() -> None
 
 @given(st.text(min_size=1, max_size=600).filter(lambda s: not is_zone_quoted(s)))
 def test_any_txt_value_survives_the_canonical_form(value: str) -> None:
-    canonical = canonical_target("TXT", value)
-    assert canonical_target("TXT", canonical) == canonical
+    canonical = written_spelling("TXT", value)
+    assert written_spelling("TXT", canonical) == canonical
     rdata = to_rdata("TXT", canonical)
     assert b"".join(rdata.strings).decode("utf-8") == value  # type: ignore[attr-defined]
 
