@@ -37,7 +37,8 @@ from shardsync.kube import BlockingKube, KubeError
 from shardsync.local import seed
 from shardsync.local.apiserver.client import api_client
 from shardsync.local.children import Child, stop_all
-from shardsync.local.launcher import Launcher, LocalOptions, free_port
+from shardsync.local.infra import LocalOptions, free_port
+from shardsync.local.launcher import Launcher
 from shardsync.objects import CONFIGMAPS
 from shardsync.providers.fake import AuditEntry, zone_name
 from shardsync.providers.fake_client import FakeAdmin
@@ -130,7 +131,7 @@ class Cluster:
     # ---- infrastructure ------------------------------------------------------------------------------
 
     def start(self) -> Cluster:
-        from shardsync.local.launcher import SetupFailed
+        from shardsync.local.infra import SetupFailed
 
         try:
             self.launcher.start_infrastructure()

@@ -16,11 +16,12 @@ say) is a change of this module.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -34,6 +35,8 @@ from kubernetes.watch.watch import iter_resp_lines
 from shardsync import __version__
 from shardsync.objects import Obj, Resource
 
+P = ParamSpec("P")
+R = TypeVar("R")
 PatchType = Literal["merge", "strategic", "json"]
 Timeout = float | tuple[float, float]
 
@@ -185,80 +188,42 @@ class _Transport:
         return parsed if isinstance(parsed, dict) else {}
 
 
-class _Verbs:
-    """The verbs over one blocking transport; `Kube` and `BlockingKube` differ only in how they run them."""
-
-    def __init__(self, transport: _Transport) -> None:
-        self.transport = transport
-
-    def get(self, resource: Resource, name: str, namespace: str, timeout: Timeout | None) -> Obj | None:
-        try:
-            return self.transport.request("GET", resource.path(namespace, name), timeout=_timeout(timeout))
-        except KubeError as exc:
-            if exc.not_found:
-                return None
-            raise
-
-    def list(
-        self,
-        resource: Resource,
-        namespace: str,
-        label_selector: str,
-        field_selector: str,
-        limit: int | None,
-        timeout: Timeout | None,
-    ) -> Obj:
-        return self.transport.request(
-            "GET",
-            resource.path(namespace),
-            query=_query(label_selector, field_selector, limit),
-            timeout=_timeout(timeout),
-        )
-
-    def write(
-        self,
-        method: str,
-        path: str,
-        body: Any,
-        timeout: Timeout | None,
-        content_type: str = "",
-    ) -> Obj:
-        return self.transport.request(
-            method, path, body=body, content_type=content_type, timeout=_timeout(timeout)
-        )
-
-
 def _patch_content_type(patch_type: PatchType, body: Any) -> str:
     if patch_type == "json" and not isinstance(body, list):
         raise ValueError("a JSON patch is a list of operations")
     return _PATCH_CONTENT_TYPES[patch_type]
 
 
-class Kube:
-    """Async access to the API: every call runs in a worker thread; see the module docstring."""
+class BlockingKube:
+    """The verbs, blocking the calling thread: for commands and tools without an event loop, and the body
+    of every `Kube` call (which runs them in a worker thread)."""
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
-        self._verbs = _Verbs(_Transport(api_client))
-        # Short calls get their own thread budget, so long watches can never starve lease renewals.
-        self._calls = anyio.CapacityLimiter(16)
+        self.transport = _Transport(api_client)
 
     @classmethod
-    def connect(cls, kubeconfig: str = "", identity: str = "") -> Kube:
-        agent = f"shardsync/{__version__} ({identity})" if identity else ""
-        return cls(load_api_client(kubeconfig, agent))
+    def connect(cls, kubeconfig: str = "", user_agent: str = "") -> BlockingKube:
+        return cls(load_api_client(kubeconfig, user_agent))
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args, limiter=self._calls)
+    def close(self) -> None:
+        """Close the pooled connections (the client's thread pool, if it started one)."""
+        self.api_client.close()  # type: ignore[no-untyped-call]
 
-    async def get(
+    def get(
         self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
     ) -> Obj | None:
         """One object; None when it does not exist (404), KubeError on any other failure."""
-        result: Obj | None = await self._run(self._verbs.get, resource, name, namespace, request_timeout)
-        return result
+        try:
+            return self.transport.request(
+                "GET", resource.path(namespace, name), timeout=_timeout(request_timeout)
+            )
+        except KubeError as exc:
+            if exc.not_found:
+                return None
+            raise
 
-    async def list(
+    def list(
         self,
         resource: Resource,
         *,
@@ -269,20 +234,19 @@ class Kube:
         request_timeout: Timeout | None = None,
     ) -> Obj:
         """A list body (`items`, `metadata.resourceVersion`); every namespace when `namespace` is ""."""
-        result: Obj = await self._run(
-            self._verbs.list, resource, namespace, label_selector, field_selector, limit, request_timeout
+        return self.transport.request(
+            "GET",
+            resource.path(namespace),
+            query=_query(label_selector, field_selector, limit),
+            timeout=_timeout(request_timeout),
         )
-        return result
 
-    async def create(
+    def create(
         self, resource: Resource, body: Obj, *, namespace: str = "", request_timeout: Timeout | None = None
     ) -> Obj:
-        result: Obj = await self._run(
-            self._verbs.write, "POST", resource.path(namespace), body, request_timeout
-        )
-        return result
+        return self._write("POST", resource.path(namespace), body, request_timeout)
 
-    async def replace(
+    def replace(
         self,
         resource: Resource,
         name: str,
@@ -292,11 +256,9 @@ class Kube:
         request_timeout: Timeout | None = None,
     ) -> Obj:
         """PUT: conditional on the body's metadata.resourceVersion when it has one (409 when stale)."""
-        path = resource.path(namespace, name)
-        result: Obj = await self._run(self._verbs.write, "PUT", path, body, request_timeout)
-        return result
+        return self._write("PUT", resource.path(namespace, name), body, request_timeout)
 
-    async def patch(
+    def patch(
         self,
         resource: Resource,
         name: str,
@@ -304,14 +266,14 @@ class Kube:
         *,
         namespace: str = "",
         patch_type: PatchType = "merge",
+        subresource: str = "",
         request_timeout: Timeout | None = None,
     ) -> Obj:
-        path = resource.path(namespace, name)
-        content_type = _patch_content_type(patch_type, body)
-        result: Obj = await self._run(self._verbs.write, "PATCH", path, body, request_timeout, content_type)
-        return result
+        """A merge, strategic-merge or JSON patch (a list of operations) of an object or a subresource."""
+        path = resource.path(namespace, name, subresource)
+        return self._write("PATCH", path, body, request_timeout, _patch_content_type(patch_type, body))
 
-    async def patch_status(
+    def patch_status(
         self,
         resource: Resource,
         name: str,
@@ -322,16 +284,64 @@ class Kube:
         request_timeout: Timeout | None = None,
     ) -> Obj:
         """A patch of the status subresource (the rest of the object is left alone by the server)."""
-        path = resource.path(namespace, name, "status")
-        content_type = _patch_content_type(patch_type, body)
-        result: Obj = await self._run(self._verbs.write, "PATCH", path, body, request_timeout, content_type)
-        return result
+        return self.patch(
+            resource,
+            name,
+            body,
+            namespace=namespace,
+            patch_type=patch_type,
+            subresource="status",
+            request_timeout=request_timeout,
+        )
 
-    async def delete(
+    def delete(
         self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
     ) -> None:
         """Delete one object; KubeError (404 included) when it fails."""
-        await self._run(self._verbs.write, "DELETE", resource.path(namespace, name), None, request_timeout)
+        self._write("DELETE", resource.path(namespace, name), None, request_timeout)
+
+    def _write(
+        self, method: str, path: str, body: Any, request_timeout: Timeout | None, content_type: str = ""
+    ) -> Obj:
+        return self.transport.request(
+            method, path, body=body, content_type=content_type, timeout=_timeout(request_timeout)
+        )
+
+
+def _threaded(
+    verb: Callable[Concatenate[BlockingKube, P], R],
+) -> Callable[Concatenate[Kube, P], Awaitable[R]]:
+    """`verb` of BlockingKube as a coroutine method of Kube, run in a worker thread."""
+
+    async def call(self: Kube, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        bound = functools.partial(verb, self._blocking, *args, **kwargs)
+        return await anyio.to_thread.run_sync(bound, limiter=self._calls)
+
+    call.__name__, call.__qualname__, call.__doc__ = verb.__name__, f"Kube.{verb.__name__}", verb.__doc__
+    return call
+
+
+class Kube:
+    """Async access to the API: BlockingKube's verbs, each awaited in a worker thread, and `watch`."""
+
+    def __init__(self, api_client: k8s.ApiClient) -> None:
+        self.api_client = api_client
+        self._blocking = BlockingKube(api_client)
+        # Short calls get their own thread budget, so long watches can never starve lease renewals.
+        self._calls = anyio.CapacityLimiter(16)
+
+    @classmethod
+    def connect(cls, kubeconfig: str = "", identity: str = "") -> Kube:
+        agent = f"shardsync/{__version__} ({identity})" if identity else ""
+        return cls(load_api_client(kubeconfig, agent))
+
+    get = _threaded(BlockingKube.get)
+    list = _threaded(BlockingKube.list)
+    create = _threaded(BlockingKube.create)
+    replace = _threaded(BlockingKube.replace)
+    patch = _threaded(BlockingKube.patch)
+    patch_status = _threaded(BlockingKube.patch_status)
+    delete = _threaded(BlockingKube.delete)
 
     async def watch(
         self,
@@ -359,7 +369,7 @@ class Kube:
             ("allowWatchBookmarks", "true"),
             *_query(label_selector, field_selector),
         ]
-        transport = self._verbs.transport
+        transport = self._blocking.transport
 
         def reader() -> None:
             try:
@@ -397,87 +407,6 @@ def _events(resp: Any) -> Iterator[tuple[str, Obj]]:
         if etype == "ERROR":
             raise KubeError(int(obj.get("code") or 0), str(obj.get("reason") or ""), obj)
         yield etype, obj
-
-
-class BlockingKube:
-    """The same verbs as `Kube`, blocking the calling thread: for commands and tools without an event loop."""
-
-    def __init__(self, api_client: k8s.ApiClient) -> None:
-        self.api_client = api_client
-        self._verbs = _Verbs(_Transport(api_client))
-
-    @classmethod
-    def connect(cls, kubeconfig: str = "", user_agent: str = "") -> BlockingKube:
-        return cls(load_api_client(kubeconfig, user_agent))
-
-    def close(self) -> None:
-        """Close the pooled connections (the client's thread pool, if it started one)."""
-        self.api_client.close()  # type: ignore[no-untyped-call]
-
-    def get(
-        self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
-    ) -> Obj | None:
-        return self._verbs.get(resource, name, namespace, request_timeout)
-
-    def list(
-        self,
-        resource: Resource,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        limit: int | None = None,
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
-        return self._verbs.list(resource, namespace, label_selector, field_selector, limit, request_timeout)
-
-    def create(
-        self, resource: Resource, body: Obj, *, namespace: str = "", request_timeout: Timeout | None = None
-    ) -> Obj:
-        return self._verbs.write("POST", resource.path(namespace), body, request_timeout)
-
-    def replace(
-        self,
-        resource: Resource,
-        name: str,
-        body: Obj,
-        *,
-        namespace: str = "",
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
-        return self._verbs.write("PUT", resource.path(namespace, name), body, request_timeout)
-
-    def patch(
-        self,
-        resource: Resource,
-        name: str,
-        body: Any,
-        *,
-        namespace: str = "",
-        patch_type: PatchType = "merge",
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
-        content_type = _patch_content_type(patch_type, body)
-        return self._verbs.write("PATCH", resource.path(namespace, name), body, request_timeout, content_type)
-
-    def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        body: Any,
-        *,
-        namespace: str = "",
-        patch_type: PatchType = "merge",
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
-        content_type = _patch_content_type(patch_type, body)
-        path = resource.path(namespace, name, "status")
-        return self._verbs.write("PATCH", path, body, request_timeout, content_type)
-
-    def delete(
-        self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
-    ) -> None:
-        self._verbs.write("DELETE", resource.path(namespace, name), None, request_timeout)
 
 
 def _abort(resp: Any) -> None:

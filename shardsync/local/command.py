@@ -89,7 +89,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.local_action in ("scale", "status"):
         return _control(args)
-    from shardsync.local.launcher import LocalOptions, launch
+    from shardsync.local.infra import LocalOptions
+    from shardsync.local.launcher import launch
 
     run_dir = args.run_dir if args.run_dir is not None else Path(tempfile.mkdtemp(prefix="shardsync-local-"))
     live = sys.stdout.isatty() and not args.no_tty

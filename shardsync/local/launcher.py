@@ -20,8 +20,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
@@ -30,9 +29,10 @@ import httpx
 import orjson
 
 from shardsync.durations import format_duration
-from shardsync.kube import BlockingKube, KubeError
-from shardsync.local import control, seed
-from shardsync.local.children import Child, ChildFailed, stop_all
+from shardsync.kube import BlockingKube
+from shardsync.local import control, infra, seed
+from shardsync.local.children import Child, stop_all
+from shardsync.local.infra import Infrastructure, LocalOptions, SetupFailed, free_port
 from shardsync.local.table import ReplicaSnapshot, progress, render
 from shardsync.logs import get_logger
 
@@ -41,29 +41,6 @@ log = get_logger(__name__)
 MAX_REPLICAS = 32
 _CLEAR = "\x1b[H\x1b[2J"
 _KEYS_HELP = "keys: + / - add or remove a replica, 0-9 set the count, q quit"
-
-
-@dataclass(frozen=True, slots=True)
-class LocalOptions:
-    run_dir: Path
-    replicas: int = 3
-    zones: int = 50
-    records_per_zone: int = 20
-    desired_per_zone: int = 5
-    owner_id: str = "shardsync-local"
-    latency: float = 0.05
-    duration: float | None = None
-    live: bool = True  # redraw in place (a terminal) rather than print a table every `every` seconds
-    keys: bool = True
-    refresh: float = 1.0
-    every: float = 5.0
-    termination_grace: float = 30.0
-    start_timeout: float = 30.0
-    replica_args: tuple[str, ...] = ()
-
-
-class SetupFailed(Exception):
-    """The launcher could not get its environment up; the message says what failed."""
 
 
 class _Stop(BaseException):
@@ -84,25 +61,6 @@ class _Slot:
     shards: dict[str, Any] | None = None
 
 
-@dataclass(slots=True)
-class _Infra:
-    apiserver: Child
-    provider: Child
-    api_url: str
-    provider_url: str
-    kubeconfig: Path
-    zones: list[str] = field(default_factory=list)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class Launcher:
     def __init__(self, options: LocalOptions, out: TextIO | None = None) -> None:
         self.o = options
@@ -110,7 +68,7 @@ class Launcher:
         self.run_dir = options.run_dir
         self.desired = options.replicas
         self.slots: dict[int, _Slot] = {}
-        self.infra: _Infra | None = None
+        self.infra: Infrastructure | None = None
         self.all_children: list[Child] = []
         self.events: deque[str] = deque(maxlen=6)
         self.written = 0
@@ -144,84 +102,17 @@ class Launcher:
 
     def start_infrastructure(self) -> None:
         """API server, fake provider, seeded objects and the StatefulSet; SetupFailed on any failure."""
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        kubeconfig = self.run_dir / "kubeconfig"
-        apiserver = self._child(
-            "apiserver", ["apiserver", "--port", "0", "--kubeconfig-out", str(kubeconfig)]
-        )
-        provider = self._child(
-            "fake-provider",
-            [
-                "fake-provider",
-                "--port",
-                "0",
-                "--zones",
-                str(self.o.zones),
-                "--records-per-zone",
-                str(self.o.records_per_zone),
-                "--latency",
-                format_duration(self.o.latency),
-            ],
-        )
-        try:
-            api_url = apiserver.wait_for_line(r"^listening on (http://\S+)$", self.o.start_timeout)[1]
-            provider_url = provider.wait_for_line(r"^(http://127\.0\.0\.1:\d+)$", self.o.start_timeout)[1]
-        except ChildFailed as exc:
-            raise SetupFailed(str(exc)) from None
-        self.infra = _Infra(apiserver, provider, api_url, provider_url, kubeconfig)
-        self.say(f"api server:     {api_url}   kubeconfig {kubeconfig}")
-        self.infra.zones = self._provider_zones()
-        self.say(
-            f"fake provider:  {provider_url}   {len(self.infra.zones)} zones x {self.o.records_per_zone} "
-            f"records, latency {format_duration(self.o.latency)}"
-        )
-        from shardsync.local.apiserver.client import api_client
-
-        self.kube = BlockingKube(api_client(api_url))
-        try:
-            seed.install_crd(self.kube)
-            names = seed.seed_objects(self.kube, self.infra.zones, self.o.desired_per_zone)
-            seed.set_replicas(self.kube, self.desired)
-        except KubeError as exc:
-            raise SetupFailed(f"seeding the API server failed: {type(exc).__name__}: {exc}") from None
-        self.say(
-            f"seeded:         {len(self.infra.zones)} Services + {len(self.infra.zones)} DNSEndpoints asking "
-            f"for {names} names, owner id {self.o.owner_id}; StatefulSet {seed.STATEFULSET} replicas "
-            f"{self.desired}"
-        )
+        self.infra = infra.start(self.o, self.desired, self._child, self.say)
+        self.kube = self.infra.kube
         self._write_run_file()
-
-    def _provider_zones(self) -> list[str]:
-        assert self.infra is not None
-        try:
-            resp = httpx.get(self.infra.provider_url + "/v1/zones", timeout=10)
-            resp.raise_for_status()
-            return [str(z) for z in resp.json()["zones"]]
-        except (httpx.HTTPError, ValueError, KeyError) as exc:
-            raise SetupFailed(f"cannot list the fake provider's zones: {exc}") from None
 
     def replica_args(self, slot: _Slot) -> list[str]:
         return self.replica_command(slot.identity, slot.port)
 
     def replica_command(self, identity: str, port: int) -> list[str]:
-        """The `shardsync run` arguments of replica `identity` serving status on `port` (the bench starts
-        its replicas with exactly these)."""
+        """The `shardsync run` arguments of replica `identity` serving status on `port`."""
         assert self.infra is not None
-        return [
-            "run",
-            "--provider=fake",
-            f"--fake-provider-url={self.infra.provider_url}",
-            f"--kubeconfig={self.infra.kubeconfig}",
-            f"--identity={identity}",
-            f"--metrics-address=127.0.0.1:{port}",
-            f"--lease-namespace={seed.NAMESPACE}",
-            f"--instance={seed.INSTANCE}",
-            f"--txt-owner-id={self.o.owner_id}",
-            "--source=service",
-            "--source=crd",
-            "--events",
-            *self.o.replica_args,
-        ]
+        return infra.replica_command(self.infra, self.o, identity, port)
 
     def _start(self, slot: _Slot) -> None:
         slot.port = free_port()

@@ -16,7 +16,8 @@ from shardsync.kube import BlockingKube
 from shardsync.local import control, seed
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.children import Child, ChildFailed
-from shardsync.local.launcher import Launcher, LocalOptions
+from shardsync.local.infra import LocalOptions
+from shardsync.local.launcher import Launcher
 from shardsync.local.table import ReplicaSnapshot, progress, render
 from shardsync.objects import STATEFULSETS
 from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints
