@@ -14,11 +14,15 @@ from typing import Any
 
 import orjson
 from anyio.from_thread import BlockingPortal
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, disable_created_metrics, generate_latest
 
 from shardsync.logs import get_logger
 
 log = get_logger(__name__)
+
+# The `*_created` series prometheus_client adds to every counter, histogram and summary repeat each HELP
+# line and tell an operator nothing (external-dns does not expose them either).
+disable_created_metrics()
 
 
 def parse_address(address: str) -> tuple[str, int]:

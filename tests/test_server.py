@@ -59,6 +59,10 @@ async def test_endpoints_reflect_live_state() -> None:
             PROBE.inc(3)
             metrics = (await get(base + "/metrics")).text
             assert "shardsync_test_probe_total 3.0" in metrics
+            # No `_created` twin series, so every HELP line appears once.
+            assert "_created" not in metrics
+            helps = [line.split()[2] for line in metrics.splitlines() if line.startswith("# HELP ")]
+            assert len(helps) == len(set(helps))
             assert (await get(base + "/nope")).status_code == 404
         finally:
             server.stop()
