@@ -22,7 +22,7 @@ log = get_logger(__name__)
 
 # The `*_created` series prometheus_client adds to every counter, histogram and summary repeat each HELP
 # line and tell an operator nothing (external-dns does not expose them either).
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 
 def parse_address(address: str) -> tuple[str, int]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardsync.local.apiserver.errors import ApiError, GroupResource, invalid
+from shardsync.local.apiserver.tables import PrinterColumn
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 BASE_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
@@ -43,6 +44,7 @@ class Resource:
     custom: bool = False
     fields: frozenset[str] = BASE_FIELDS
     storage_version: str = ""
+    printer_columns: tuple[PrinterColumn, ...] = ()  # a CRD version's additionalPrinterColumns
 
     @property
     def key(self) -> str:
@@ -229,6 +231,11 @@ def crd_resources(crd: dict[str, Any]) -> list[Resource]:
                 generation=True,
                 custom=True,
                 storage_version=storage[0],
+                printer_columns=tuple(
+                    PrinterColumn.from_crd(c)
+                    for c in v.get("additionalPrinterColumns") or ()
+                    if isinstance(c, dict)
+                ),
             )
         )
     return out

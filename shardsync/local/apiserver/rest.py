@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from shardsync.local.apiserver import discovery, routing
+from shardsync.local.apiserver import discovery, routing, tables
 from shardsync.local.apiserver import meta as m
 from shardsync.local.apiserver import scale as scale_mod
 from shardsync.local.apiserver.errors import (
@@ -132,7 +132,8 @@ class RestApi:
         route = routing.parse(req.path)
         if route is None:
             raise path_not_found()
-        if req.method in ("GET", "HEAD") and not accepts_json(req.header("Accept")):
+        accept = req.header("Accept")
+        if req.method in ("GET", "HEAD") and not (accepts_json(accept) or tables.wants_table(accept)):
             raise not_acceptable([JSON])
         if isinstance(route, routing.DiscoveryRoute):
             return self._discovery(route)
@@ -200,6 +201,9 @@ class RestApi:
             list_meta["continue"] = result.continue_token
         if result.remaining is not None:
             list_meta["remainingItemCount"] = result.remaining
+        if tables.wants_table(req.header("Accept")):
+            items = [m.in_version(o, res) for o in result.items]
+            return Reply(200, tables.table(res.printer_columns, items, list_meta))
         return Reply(
             200,
             {
@@ -244,6 +248,9 @@ class RestApi:
             if route.watch_prefix or req.query.get("watch", "").lower() in _TRUE:
                 return self._watch(req, res, ns, name)
             obj = store.get(res, ns, name)
+            if sub is None and tables.wants_table(req.header("Accept")):
+                meta = {"resourceVersion": m.metadata(obj).get("resourceVersion", "")}
+                return Reply(200, tables.table(res.printer_columns, [m.in_version(obj, res)], meta))
             return Reply(200, self._view(res, sub, obj))
         if req.method == "PUT":
             body = _object_body(req)
