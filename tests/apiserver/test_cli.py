@@ -57,3 +57,23 @@ def test_cli_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
         assert child.wait(10) == 0
     finally:
         proc.stop()
+
+
+def test_a_busy_port_is_one_line_and_exit_1() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "shardsync", "apiserver", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert out.returncode == 1
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"shardsync apiserver: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]

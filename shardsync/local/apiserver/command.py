@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -35,9 +36,15 @@ def main(args: argparse.Namespace) -> int:
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
-    server = ApiServer(
-        args.host, args.port, args.data_dir, args.kubeconfig_out, args.window, args.bookmark_interval
-    ).start()
+    try:
+        server = ApiServer(
+            args.host, args.port, args.data_dir, args.kubeconfig_out, args.window, args.bookmark_interval
+        ).start()
+    except OSError as exc:  # a busy port, an address this host does not have
+        print(
+            f"shardsync apiserver: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr
+        )
+        return 1
     print(f"listening on {server.url}", flush=True)
     if args.kubeconfig_out:
         print(f"kubeconfig written to {args.kubeconfig_out}", flush=True)
