@@ -31,6 +31,7 @@ class View:
     generation: int
     coordinator: str
     active: frozenset[str]  # zones it reports running itself
+    parked: frozenset[str]  # zones it reports parked for a restarting owner (run by no one, by design)
     owners: Mapping[str, str | None]  # zone -> owner, as its view of the assignment says
     member_states: Mapping[str, str]  # identity -> state, as it sees the member leases
 
@@ -38,6 +39,7 @@ class View:
 def reduce(doc: Mapping[str, Any]) -> View:
     me = str(doc.get("self") or "")
     active: set[str] = set()
+    parked: set[str] = set()
     owners: dict[str, str | None] = {}
     for row in doc.get("zones") or []:
         zone = str(row.get("zone"))
@@ -45,12 +47,15 @@ def reduce(doc: Mapping[str, Any]) -> View:
         owners[zone] = None if owner is None else str(owner)
         if owner == me and row.get("state") == "active":
             active.add(zone)
+        elif row.get("state") == "parked":
+            parked.add(zone)
     states = {str(m.get("identity")): str(m.get("state")) for m in doc.get("members") or []}
     return View(
         identity=me,
         generation=int(doc.get("generation") or 0),
         coordinator=str(doc.get("coordinator") or ""),
         active=frozenset(active),
+        parked=frozenset(parked),
         owners=owners,
         member_states=states,
     )
@@ -248,15 +253,20 @@ def load(owner_map: Mapping[str, str], members: Collection[str]) -> tuple[int, f
 
 
 def timeline(samples: Sequence[Sample], zones: Collection[str], t0: float) -> list[dict[str, Any]]:
-    """For plots and the JSON: per sample, seconds since `t0`, zones run per replica, and zones run by no
-    replica."""
+    """For plots and the JSON: per sample, seconds since `t0`, zones run per replica, zones parked for a
+    restarting owner (run by no one by design: they wait for it, they do not move) and zones run by no
+    replica otherwise (unowned)."""
     zone_set = set(zones)
     rows = []
     for sample in samples:
         holders = sample.holders()
         owned = {identity: len(view.active & zone_set) for identity, view in sorted(sample.views.items())}
-        unowned = sum(1 for z in zone_set if z not in holders)
-        rows.append({"t": round(sample.t - t0, 3), "owned": owned, "unowned": unowned})
+        parked_anywhere = set().union(*(view.parked for view in sample.views.values())) & zone_set
+        idle = [z for z in zone_set if z not in holders]
+        parked = sum(1 for z in idle if z in parked_anywhere)
+        rows.append(
+            {"t": round(sample.t - t0, 3), "owned": owned, "parked": parked, "unowned": len(idle) - parked}
+        )
     return rows
 
 

@@ -60,9 +60,19 @@ def _scaling(doc: Mapping[str, Any], path: Path) -> bool:
         if xs and xs[0] == 1:
             ax.plot(xs, [ys[0] * n for n in xs], linestyle=":", color="grey", label="ideal (linear)")
         ax.plot(xs, ys, marker="o", label="sharded")
-        for x, y, entry in zip(xs, ys, [section["sharded"][str(x)] for x in xs], strict=True):
-            if entry.get("cpu_bound"):
-                ax.annotate("CPU-bound", (x, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
+        bound = [(x, y) for x, y in zip(xs, ys, strict=True) if section["sharded"][str(x)].get("cpu_bound")]
+        if bound:
+            # A marker with a legend entry rather than a text label: a label beside a point can fall
+            # outside the axes.
+            ax.scatter(
+                [x for x, _ in bound],
+                [y for _, y in bound],
+                s=140,
+                facecolors="none",
+                edgecolors="red",
+                zorder=3,
+                label=f"CPU-bound (our processes used ≥ 85% of {_cores(section)} cores)",
+            )
         axs, ays = _series(section, "active_passive", key)
         ax.plot(axs, ays, marker="s", label="--sharding=off (active/passive)")
         ax.set_xlabel("replicas")
@@ -72,12 +82,23 @@ def _scaling(doc: Mapping[str, Any], path: Path) -> bool:
         ax.legend(fontsize=8)
     fig.suptitle(
         f"{section.get('zones')} zones x {section.get('records_per_zone')} records, provider "
-        f"{section.get('latency_ms')} ms/call, {section.get('provider_concurrency')} in flight per replica"
+        f"{section.get('latency_ms')} ms/call, {section.get('provider_concurrency')} in flight per replica; "
+        f"machine: {_cores(section)} cores"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def _cores(section: Mapping[str, Any]) -> str:
+    """The machine's core count as the runs recorded it ("?" when no run did)."""
+    for mode in ("sharded", "active_passive"):
+        for entry in (section.get(mode) or {}).values():
+            cores = ((entry.get("cpu") or {}).get("converge") or {}).get("cores")
+            if isinstance(cores, int):
+                return str(cores)
+    return "?"
 
 
 def _timelines(doc: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -108,9 +129,16 @@ def _ownership(doc: Mapping[str, Any], path: Path) -> bool:
         rows: Sequence[Mapping[str, Any]] = section["timeline"]
         ts = [r["t"] for r in rows]
         identities = sorted({i for r in rows for i in r["owned"]})
-        for identity in identities:
-            ax.step(ts, [r["owned"].get(identity, 0) for r in rows], where="post", label=identity)
-        ax.step(ts, [r["unowned"] for r in rows], where="post", color="red", linewidth=2, label="unowned")
+        # One distinct colour per replica, none of them the black of "unowned" or the grey of "parked".
+        palette = plt.get_cmap("tab10")
+        for index, identity in enumerate(identities):
+            owned = [r["owned"].get(identity, 0) for r in rows]
+            ax.step(ts, owned, where="post", color=palette(index % 10), label=identity)
+        if any(r.get("parked") for r in rows):
+            parked = [r.get("parked", 0) for r in rows]
+            ax.step(ts, parked, where="post", color="grey", linestyle=":", linewidth=2, label="parked")
+        unowned = [r["unowned"] for r in rows]
+        ax.step(ts, unowned, where="post", color="black", linestyle="--", linewidth=2, label="unowned")
         for event in section.get("events", []):
             ax.axvline(event["t"], color="black", linestyle="--", linewidth=0.8)
             ax.annotate(event["label"], (event["t"], ax.get_ylim()[1]), fontsize=7, rotation=90, va="top")

@@ -118,9 +118,10 @@ class CpuUse:
         return sum(self.per_process.values())
 
     def saturated(self, threshold: float = 0.85) -> bool:
-        """The machine's cores were busy for more than `threshold` of the window: CPU, not the provider,
-        may have been the bound."""
-        return self.machine_busy_cores >= threshold * cores()
+        """Our processes (the ones measured) used more than `threshold` of the machine's cores over the
+        window: CPU, not the provider, may have been the bound. Other processes' load does not count: it is
+        reported beside (`machine_busy_cores`), never taken for ours."""
+        return self.ours >= threshold * cores()
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -109,7 +109,7 @@ def _scaling(s: Mapping[str, Any]) -> str:
                 _fmt(sh.get("load_max_over_mean"), ".2f"),
                 "FAILED" if ap.get("error") else _fmt(ap.get("zones_per_second"), ".1f"),
                 _fmt(sh.get("vs_active_passive"), ".2f"),
-                _fmt(cpu.get("machine_busy_cores"), ".2f") + ("*" if sh.get("cpu_bound") else ""),
+                _fmt(cpu.get("ours_cores"), ".2f") + ("*" if sh.get("cpu_bound") else ""),
             ]
         )
     table = tabulate(
@@ -123,7 +123,7 @@ def _scaling(s: Mapping[str, Any]) -> str:
             "max/mean",
             "A/P zones/s",
             "vs A/P",
-            "busy cores",
+            "our cores",
         ],
         tablefmt="simple",
     )

@@ -16,8 +16,14 @@ from bench.scenarios.scaling import derive
 from shardsync.providers.fake import AuditEntry
 
 
-def view(identity: str, active: set[str], generation: int = 2, coordinator: str = "a") -> observe.View:
-    return observe.View(identity, generation, coordinator, frozenset(active), {}, {})
+def view(
+    identity: str,
+    active: set[str],
+    generation: int = 2,
+    coordinator: str = "a",
+    parked: frozenset[str] | set[str] = frozenset(),
+) -> observe.View:
+    return observe.View(identity, generation, coordinator, frozenset(active), frozenset(parked), {}, {})
 
 
 def sample(t: float, **active: set[str]) -> observe.Sample:
@@ -59,7 +65,7 @@ def test_reduce_counts_only_zones_the_replica_itself_runs() -> None:
         ],
     }
     v = observe.reduce(doc)
-    assert v.active == {"z1"}
+    assert v.active == {"z1"} and v.parked == frozenset()
     assert v.owners == {"z1": "a", "z2": "a", "z3": "b", "z4": None}
     assert (v.generation, v.coordinator, v.member_states["b"]) == (3, "a", "ready")
 
@@ -125,9 +131,14 @@ def test_safety_counts_overlaps_of_two_writers_and_refused_writes() -> None:
     assert observe.safety(audit) == {"overlapping_writes": 1, "fenced_writes": 1, "writes": 5}
 
 
-def test_timeline_counts_zones_run_and_unowned() -> None:
+def test_timeline_counts_zones_run_parked_and_unowned() -> None:
     rows = observe.timeline([sample(10.0, a={"z1"}, b=set())], ["z1", "z2"], t0=8.0)
-    assert rows == [{"t": 2.0, "owned": {"a": 1, "b": 0}, "unowned": 1}]
+    assert rows == [{"t": 2.0, "owned": {"a": 1, "b": 0}, "parked": 0, "unowned": 1}]
+    # z2 parked for a restarting owner is not "unowned": it waits for its owner by design.
+    restart = observe.Sample(10.0, {"a": view("a", {"z1"}, parked={"z2"}), "b": view("b", set())})
+    assert observe.timeline([restart], ["z1", "z2", "z3"], t0=8.0) == [
+        {"t": 2.0, "owned": {"a": 1, "b": 0}, "parked": 1, "unowned": 1}
+    ]
 
 
 def test_percentile() -> None:
@@ -206,10 +217,19 @@ def test_derive_speedup_efficiency_and_vs_active_passive() -> None:
     assert two["aggregate_efficiency"] == 1.0
     assert result["cpu_bound_runs"] == ["sharded N=2"]
     assert (
-        "sharded N=2 (converge: 1.90 of 2 cores busy; replicas 1.10 (0.60 at most each), fake provider 0.40"
-        in (result["note"])
+        "sharded N=2 (converge: ours 1.50 of 2 cores, machine 1.90; replicas 1.10 (0.60 at most each), "
+        "fake provider 0.40" in result["note"]
     )
-    assert "mostly other processes" not in result["note"]
+
+
+def test_cpu_bound_is_judged_on_our_processes_not_the_machine() -> None:
+    cores = procstat.cores()
+    busy_elsewhere = procstat.CpuUse(seconds=1.0, per_process={"shardsync-0": 0.1}, machine_busy_cores=cores)
+    assert not busy_elsewhere.saturated()
+    ours = procstat.CpuUse(
+        seconds=1.0, per_process={"a": 0.5 * cores, "b": 0.4 * cores}, machine_busy_cores=0
+    )
+    assert ours.saturated()
 
 
 def test_render_shows_failed_and_not_run_sections() -> None:
