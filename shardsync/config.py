@@ -180,7 +180,10 @@ FLAGS: tuple[Flag, ...] = (
         external_dns="--kubeconfig",
     ),
     Flag("identity", "this replica's identity (default: $POD_NAME, else the host name)"),
-    Flag("lease_namespace", "namespace of the leases and the assignment (default: $POD_NAMESPACE)"),
+    Flag(
+        "lease_namespace",
+        "namespace of the leases and the assignment (default: $POD_NAMESPACE, else default)",
+    ),
     Flag("instance", "name shared by the replicas of one deployment; prefixes their objects"),
     Flag(
         "metrics_address",
@@ -222,8 +225,14 @@ def _env_value(flag: Flag, env: Mapping[str, str]) -> str | None:
 
 
 def _help(group: FlagGroup[Any], flag: Flag) -> str:
+    """external-dns's help style: the text, the default as it is written on the command line, and the
+    environment variables that set the flag."""
     default = group.default(flag)
-    text = flag.help if default in ("", ()) or flag.secret else f"{flag.help} (default: {flag.show(default)})"
+    notes = []
+    if "(default:" not in flag.help and default not in ("", ()) and not flag.secret:
+        notes.append(f"default: {flag.show(default)}")
+    notes.append(f"env: SHARDSYNC_{flag.env_suffix} or EXTERNAL_DNS_{flag.env_suffix}")
+    text = f"{flag.help} ({'; '.join(notes)})"
     return text.replace("%", "%%")  # argparse formats help with %: `%{record_type}` is text
 
 
@@ -258,6 +267,7 @@ def _add(
             type=boolean,
             default=boolean(raw) if raw is not None else default,
             help=help_text,
+            metavar="true|false",
         )
         parser.add_argument(
             "--no-" + flag.option[2:], dest=dest, action="store_false", help=argparse.SUPPRESS
@@ -272,6 +282,7 @@ def _add(
             choices=flag.choices,
             default=None,
             help=help_text,
+            metavar=None if flag.choices else flag.env_suffix.replace("_", "-"),
         )
         parser.set_defaults(**{f"_env_{dest}": env_list})
     else:
@@ -282,6 +293,7 @@ def _add(
             choices=flag.choices,
             default=flag.kind(raw) if raw is not None else default,
             help=help_text,
+            metavar=None if flag.choices else flag.env_suffix.replace("_", "-"),
         )
 
 
