@@ -53,7 +53,7 @@ def test_run_help_is_plain_and_names_the_environment(capsys: pytest.CaptureFixtu
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
     assert "(default: service;" in out and "(default: 1m;" in out  # as written on a command line
     assert "('" not in out and "default: '" not in out  # no Python reprs
-    assert "(default: $POD_NAMESPACE, else default) (env:" in out and ") (default:" not in out
+    assert "(default: $POD_NAMESPACE, else default) (env:" in out and "NAMESPACE) (default:" not in out
     for _, flag in config.all_flags():
         assert f"SHARDSYNC_{flag.env_suffix} or EXTERNAL_DNS_{flag.env_suffix}" in out, flag.option
     assert "FAKE.PROVIDER_URL" not in out  # metavars are the flag's name, not internal field paths
