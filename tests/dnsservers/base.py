@@ -10,7 +10,8 @@ A `DnsTestServer` is one real DNS server process (BIND 9, Knot DNS, PowerDNS: on
 - `stop()` terminates the process and waits for the pid to exit (SIGTERM, then SIGKILL after a bound);
   `close()` also removes the folder. The context manager does both.
 - `restart()` stops and starts again on the same port; dynamic updates survive (journal or database).
-- `reset_zone(zone, records)` puts one zone back to its initial content (or `records`), serial 1.
+- `reset_zone(zone, records)` puts one zone back to its initial content (or to `records`), serial 1,
+  while the server runs where it can (Knot, PowerDNS) or by a restart on the same port (BIND).
 - `regenerate(records)` restarts from freshly written data for every zone: no dynamic record survives.
 - `query`, `rrset`, `texts`, `axfr` and `serial` read the server directly (plain queries, signed AXFR),
   never through the provider under test.
@@ -212,7 +213,8 @@ class DnsTestServer(abc.ABC):
         self.start()
 
     def reset_zone(self, zone: str, records: Iterable[str] | None = None) -> None:
-        """Put one zone back to SOA (serial 1) + NS + `records` (default: the lines it started with)."""
+        """Put one zone back to SOA (serial 1) + NS + its zone-file lines: `records` when given (they become
+        the zone's lines from then on, for later resets and restarts), else the ones it has."""
         zone = zone.rstrip(".").lower()
         if zone not in self.zones:
             raise ValueError(f"{zone} is not served by this {self.kind} server")

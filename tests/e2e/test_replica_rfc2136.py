@@ -37,7 +37,7 @@ ADOPTED_TXT = f'"heritage=external-dns,external-dns/owner={OWNER},external-dns/r
 
 
 @pytest.fixture(scope="module", params=server_params())
-def dns(request: pytest.FixtureRequest) -> Iterator[DnsTestServer]:
+def dns_server(request: pytest.FixtureRequest) -> Iterator[DnsTestServer]:
     cls = SERVERS[request.param]
     require(cls)
     server = cls(
@@ -82,7 +82,7 @@ def set_lb_ip(core: k8s.CoreV1Api, name: str, ip: str) -> None:
 
 def replica_args(
     apiserver: ApiServer,
-    dns: DnsTestServer,
+    dns_server: DnsTestServer,
     secret_file: Path,
     port: int,
     *extra: str,
@@ -93,10 +93,10 @@ def replica_args(
         f"--kubeconfig={apiserver.kubeconfig}",
         "--source=service",
         "--provider=rfc2136",
-        f"--rfc2136-host={dns.host}",
-        f"--rfc2136-port={dns.port}",
+        f"--rfc2136-host={dns_server.host}",
+        f"--rfc2136-port={dns_server.port}",
         *(f"--rfc2136-zone={zone}" for zone in zones),
-        f"--rfc2136-tsig-keyname={dns.key_name}",
+        f"--rfc2136-tsig-keyname={dns_server.key_name}",
         f"--rfc2136-tsig-secret-file={secret_file}",
         f"--txt-owner-id={OWNER}",
         f"--metrics-address=127.0.0.1:{port}",
@@ -110,10 +110,10 @@ def replica_args(
 
 
 def test_service_lifecycle_reaches_the_server(
-    apiserver: ApiServer, dns: DnsTestServer, procs: Processes, tmp_path: Path
+    apiserver: ApiServer, dns_server: DnsTestServer, procs: Processes, tmp_path: Path
 ) -> None:
     secret_file = tmp_path / "tsig"
-    secret_file.write_text(dns.secret)
+    secret_file.write_text(dns_server.secret)
     core = k8s.CoreV1Api(apiserver.api_client())
     core.create_namespaced_service("default", lb_service("web", f"web.{ZONE}", "192.0.2.10"))
     set_lb_ip(core, "web", "192.0.2.10")
@@ -124,35 +124,35 @@ def test_service_lifecycle_reaches_the_server(
 
     port = free_port()
     replica = procs.start(
-        "replica", replica_args(apiserver, dns, secret_file, port, "--events", "--interval=1m")
+        "replica", replica_args(apiserver, dns_server, secret_file, port, "--events", "--interval=1m")
     )
     wait_ready(f"http://127.0.0.1:{port}", replica)
 
     # create: the A record and its typed TXT ownership record
-    eventually_sync(lambda: dns.texts(f"web.{ZONE}", "A") == {"192.0.2.10"}, within=30)
+    eventually_sync(lambda: dns_server.texts(f"web.{ZONE}", "A") == {"192.0.2.10"}, within=30)
     owner = f'"heritage=external-dns,external-dns/owner={OWNER},external-dns/resource=service/default/web"'
-    assert dns.texts(f"a-web.{ZONE}", "TXT") == {owner}
+    assert dns_server.texts(f"a-web.{ZONE}", "TXT") == {owner}
 
     # update: a new load balancer address reaches DNS without waiting for the interval
     set_lb_ip(core, "web", "192.0.2.11")
-    eventually_sync(lambda: dns.texts(f"web.{ZONE}", "A") == {"192.0.2.11"}, within=15)
+    eventually_sync(lambda: dns_server.texts(f"web.{ZONE}", "A") == {"192.0.2.11"}, within=15)
 
     # delete: record and ownership record go
     core.delete_namespaced_service("web", "default")
-    eventually_sync(lambda: dns.texts(f"web.{ZONE}", "A") == set(), within=15)
-    assert dns.texts(f"a-web.{ZONE}", "TXT") == set()
+    eventually_sync(lambda: dns_server.texts(f"web.{ZONE}", "A") == set(), within=15)
+    assert dns_server.texts(f"a-web.{ZONE}", "TXT") == set()
 
     # another owner's record was never touched, though a Service asked for the name
-    assert dns.texts(f"other.{ZONE}", "A") == {"198.51.100.7"}
-    assert dns.texts(f"a-other.{ZONE}", "TXT") == {FOREIGN_TXT}
+    assert dns_server.texts(f"other.{ZONE}", "A") == {"198.51.100.7"}
+    assert dns_server.texts(f"a-other.{ZONE}", "TXT") == {FOREIGN_TXT}
     assert (
         'event="change skipped" zone=e2e.shardsync.test name=other.e2e.shardsync.test type=A reason=not-owned'
         in (replica.log())
     )
 
     # external-dns's records with our owner id were adopted as they are: no change written to that zone
-    assert dns.texts(f"kept.{ADOPT_ZONE}", "A") == {"192.0.2.50"}
-    assert dns.texts(f"a-kept.{ADOPT_ZONE}", "TXT") == {ADOPTED_TXT}
+    assert dns_server.texts(f"kept.{ADOPT_ZONE}", "A") == {"192.0.2.50"}
+    assert dns_server.texts(f"a-kept.{ADOPT_ZONE}", "TXT") == {ADOPTED_TXT}
     assert f"zone={ADOPT_ZONE}" not in "\n".join(
         line for line in replica.log().splitlines() if 'event="zone changes applied"' in line
     )
@@ -160,43 +160,50 @@ def test_service_lifecycle_reaches_the_server(
 
 
 def test_once_syncs_and_exits(
-    apiserver: ApiServer, dns: DnsTestServer, procs: Processes, tmp_path: Path
+    apiserver: ApiServer, dns_server: DnsTestServer, procs: Processes, tmp_path: Path
 ) -> None:
     secret_file = tmp_path / "tsig"
-    secret_file.write_text(dns.secret)
+    secret_file.write_text(dns_server.secret)
     core = k8s.CoreV1Api(apiserver.api_client())
     core.create_namespaced_service("default", lb_service("once", f"once.{ZONE}", "192.0.2.20"))
     set_lb_ip(core, "once", "192.0.2.20")
-    replica = procs.start("once", replica_args(apiserver, dns, secret_file, free_port(), "--once"))
+    replica = procs.start("once", replica_args(apiserver, dns_server, secret_file, free_port(), "--once"))
     assert replica.wait(timeout=60) == 0, replica.log()[-4000:]
-    assert dns.texts(f"once.{ZONE}", "A") == {"192.0.2.20"}
+    assert dns_server.texts(f"once.{ZONE}", "A") == {"192.0.2.20"}
 
 
 def test_stale_replica_write_is_refused_by_the_server(
-    apiserver: ApiServer, dns: DnsTestServer, procs: Processes, tmp_path: Path
+    apiserver: ApiServer, dns_server: DnsTestServer, procs: Processes, tmp_path: Path
 ) -> None:
     secret_file = tmp_path / "tsig"
-    secret_file.write_text(dns.secret)
+    secret_file.write_text(dns_server.secret)
     core = k8s.CoreV1Api(apiserver.api_client())
     core.create_namespaced_service("default", lb_service("before", f"before.{FENCED_ZONE}", "192.0.2.30"))
     set_lb_ip(core, "before", "192.0.2.30")
     port = free_port()
-    args = replica_args(apiserver, dns, secret_file, port, "--events", "--interval=1m", zones=(FENCED_ZONE,))
+    args = replica_args(
+        apiserver, dns_server, secret_file, port, "--events", "--interval=1m", zones=(FENCED_ZONE,)
+    )
     replica = procs.start("replica", args)
     wait_ready(f"http://127.0.0.1:{port}", replica)
-    eventually_sync(lambda: dns.texts(f"before.{FENCED_ZONE}", "A") == {"192.0.2.30"}, within=30)
+    eventually_sync(lambda: dns_server.texts(f"before.{FENCED_ZONE}", "A") == {"192.0.2.30"}, within=30)
 
     # Another writer takes the zone's fence with a newer generation, as a new owner would.
     fence_name = f"_shardsync-fence.{FENCED_ZONE}"
-    (held,) = dns.texts(fence_name, "TXT")
+    (held,) = dns_server.texts(fence_name, "TXT")
     ours = FenceToken.from_text(held.strip('"'))
     assert ours.identity == "shardsync-0"
     newer = FenceToken(ours.generation + 1, "shardsync-1")
     intruder = Rfc2136Provider(
-        dns.host, dns.port, [FENCED_ZONE], tsig_keyname=dns.key_name, tsig_secret=dns.secret, timeout=5
+        dns_server.host,
+        dns_server.port,
+        [FENCED_ZONE],
+        tsig_keyname=dns_server.key_name,
+        tsig_secret=dns_server.secret,
+        timeout=5,
     )
     anyio.run(intruder.acquire_fence, FENCED_ZONE, newer)
-    before = {rrset.to_text() for rrset in dns.axfr(FENCED_ZONE)}
+    before = {rrset.to_text() for rrset in dns_server.axfr(FENCED_ZONE)}
 
     # The replica still believes it owns the zone: its next write carries its own (now stale) fence, and
     # the server refuses the whole message on that prerequisite.
@@ -206,8 +213,10 @@ def test_stale_replica_write_is_refused_by_the_server(
     eventually_sync(lambda: refused in replica.log(), within=15)
     (line,) = [line for line in replica.log().splitlines() if refused in line]
     assert f"no longer holds {ours.to_text()} (server answered NXRRSET); 0 of 1 message(s)" in line
-    assert dns.texts(f"after.{FENCED_ZONE}", "A") == set()
-    assert dns.texts(f"a-after.{FENCED_ZONE}", "TXT") == set()
-    assert {rrset.to_text() for rrset in dns.axfr(FENCED_ZONE)} == before  # not one record, nor the serial
-    assert dns.texts(fence_name, "TXT") == {f'"{newer.to_text()}"'}
+    assert dns_server.texts(f"after.{FENCED_ZONE}", "A") == set()
+    assert dns_server.texts(f"a-after.{FENCED_ZONE}", "TXT") == set()
+    assert {
+        rrset.to_text() for rrset in dns_server.axfr(FENCED_ZONE)
+    } == before  # not one record, nor the serial
+    assert dns_server.texts(fence_name, "TXT") == {f'"{newer.to_text()}"'}
     assert replica.alive()
