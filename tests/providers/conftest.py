@@ -1,25 +1,27 @@
-"""Fixtures for provider tests: one real BIND 9 per test session, and a fresh zone for each test.
+"""Fixtures for provider tests: one real DNS server of each kind per session, and a fresh zone per test.
 
 `server` serves the test module's `store` fixture over HTTP (the fake provider server, loopback).
-`bind_server` starts `named` once (tests/bind.py) with a pool of empty zones and yields the running
-BindServer (host, port, key_name, secret, algorithm, zones). Each test takes its own zone from the pool
-with `fresh_zone`, so tests never see each other's records and BIND is not restarted between them.
-Skips with the reason when `named` is missing; .ci/run installs it, so CI never skips.
+`dns_server` is parametrized over BIND 9, Knot DNS and PowerDNS (tests/dnsservers; markers `bind`, `knot`,
+`pdns`): each is started once with a pool of empty zones, and the tests that take it run once per server.
+Each test takes its own zone from the pool with `fresh_zone`, so tests never see each other's records and
+no server is restarted between them. A server that is not installed skips its tests, except in CI or as
+root, where it fails them (.ci/run installs all three).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
 
 from shardsync.providers.fake import FakeStore
 from shardsync.providers.fake_server import FakeServer
-from tests.bind import BindServer, find_named
+from tests.dnsservers import SERVERS, DnsTestServer, require, server_params
 
 ZONE_POOL = 64
-_zone_counter = itertools.count()
+_zone_counters: defaultdict[str, itertools.count[int]] = defaultdict(itertools.count)
 
 
 @pytest.fixture
@@ -38,22 +40,22 @@ def server(store: FakeStore) -> Iterator[FakeServer]:
         srv.stop()
 
 
-@pytest.fixture(scope="session")
-def bind_server() -> Iterator[BindServer]:
-    if find_named() is None:
-        pytest.skip("BIND 9 `named` is not installed (apt-get install bind9; .ci/run installs it)")
-    server = BindServer([f"z{i:02d}.shardsync.test" for i in range(ZONE_POOL)])
+@pytest.fixture(scope="session", params=server_params())
+def dns_server(request: pytest.FixtureRequest) -> Iterator[DnsTestServer]:
+    cls = SERVERS[request.param]
+    require(cls)
+    instance = cls([f"z{i:02d}.shardsync.test" for i in range(ZONE_POOL)])
     try:
-        server.start()
-        yield server
+        instance.start()
+        yield instance
     finally:
-        server.close()
+        instance.close()
 
 
 @pytest.fixture
-def fresh_zone(bind_server: BindServer) -> str:
+def fresh_zone(dns_server: DnsTestServer) -> str:
     """A zone of the running server that no other test has touched (SOA and NS only)."""
-    index = next(_zone_counter)
-    if index >= len(bind_server.zones):
-        pytest.fail(f"zone pool exhausted: raise ZONE_POOL above {len(bind_server.zones)}")
-    return bind_server.zones[index]
+    index = next(_zone_counters[dns_server.kind])
+    if index >= len(dns_server.zones):
+        pytest.fail(f"zone pool exhausted: raise ZONE_POOL above {len(dns_server.zones)}")
+    return dns_server.zones[index]

@@ -1,0 +1,141 @@
+"""PowerDNS Authoritative 4 as the RFC 2136 test server: `pdns_server` in the foreground (see base.py).
+
+The zones live in a fresh SQLite database (`gsqlite3` backend, Debian's schema) written with Python's
+sqlite3 module before the start: one NATIVE domain per zone, the TSIG key in `tsigkeys`, and per zone the
+metadata that makes the key required: TSIG-ALLOW-DNSUPDATE (unsigned UPDATEs are REFUSED) and
+TSIG-ALLOW-AXFR with `allow-axfr-ips=` empty (unsigned AXFRs are NOTAUTH). SOA-EDIT-DNSUPDATE=INCREASE
+bumps the serial by one per UPDATE as BIND and Knot do (PowerDNS's default would jump to a date serial).
+Caches are off, so a query sees every write at once and `reset_zone` can rewrite a zone's rows in SQL while
+the server runs. A restart keeps the database. `gsqlite3-pragma-synchronous=0`: no fsync per write, tests
+do not need durability across a crash. No webserver, API or security polling (nothing leaves loopback).
+"""
+
+from __future__ import annotations
+
+import glob
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import ClassVar
+
+import dns.name
+import dns.rdatatype
+import dns.zone
+
+from tests.dnsservers.base import DnsTestServer, find_binary
+
+PDNS_CANDIDATES = ("/usr/sbin/pdns_server", "/usr/local/sbin/pdns_server")
+BACKEND_GLOBS = ("/usr/lib/*/pdns/libgsqlite3backend.so", "/usr/lib/pdns/libgsqlite3backend.so")
+SCHEMA = Path("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql")
+SQL_TIMEOUT = 10.0
+PRIO_TYPES = frozenset({"MX", "SRV"})
+
+
+def find_pdns() -> str | None:
+    return find_binary("pdns_server", PDNS_CANDIDATES)
+
+
+def find_backend() -> str | None:
+    """The gsqlite3 backend module (package pdns-backend-sqlite3), or None."""
+    return next((path for pattern in BACKEND_GLOBS for path in sorted(glob.glob(pattern))), None)
+
+
+class PowerDnsServer(DnsTestServer):
+    """One pdns_server process over one SQLite database; see the module docstring."""
+
+    kind: ClassVar[str] = "pdns"
+    title: ClassVar[str] = "PowerDNS Authoritative (pdns_server + gsqlite3)"
+    packages: ClassVar[tuple[str, ...]] = ("pdns-server", "pdns-backend-sqlite3")
+
+    @classmethod
+    def missing(cls) -> list[str]:
+        wanted = (
+            ("pdns_server", find_pdns()),
+            ("the gsqlite3 backend", find_backend()),
+            (str(SCHEMA), SCHEMA.is_file()),
+        )
+        return [name for name, found in wanted if not found]
+
+    @property
+    def database(self) -> Path:
+        return self.workdir / "pdns.sqlite3"
+
+    def _write_data(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.database}{suffix}").unlink(missing_ok=True)
+        with closing(sqlite3.connect(self.database, timeout=SQL_TIMEOUT)) as db, db:
+            db.executescript(SCHEMA.read_text())
+            db.execute(
+                "INSERT INTO tsigkeys (name, algorithm, secret) VALUES (?, ?, ?)",
+                (self.key_name, self.algorithm, self.secret),
+            )
+            for zone in self.zones:
+                domain_id = db.execute(
+                    "INSERT INTO domains (name, type) VALUES (?, 'NATIVE')", (zone,)
+                ).lastrowid
+                assert domain_id is not None
+                db.executemany(
+                    "INSERT INTO domainmetadata (domain_id, kind, content) VALUES (?, ?, ?)",
+                    [
+                        (domain_id, "TSIG-ALLOW-DNSUPDATE", self.key_name),
+                        (domain_id, "TSIG-ALLOW-AXFR", self.key_name),
+                        (domain_id, "SOA-EDIT-DNSUPDATE", "INCREASE"),
+                    ],
+                )
+                self._insert_records(db, zone, domain_id)
+
+    def _reset_zone(self, zone: str) -> None:
+        with closing(sqlite3.connect(self.database, timeout=SQL_TIMEOUT)) as db, db:
+            (domain_id,) = db.execute("SELECT id FROM domains WHERE name = ?", (zone,)).fetchone()
+            db.execute("DELETE FROM records WHERE domain_id = ?", (domain_id,))
+            self._insert_records(db, zone, domain_id)
+
+    def _insert_records(self, db: sqlite3.Connection, zone: str, domain_id: int) -> None:
+        """The zone's initial records as rows: names without the final dot, content in PowerDNS's
+        presentation form (names without the final dot too). Seeds must not hold delegations: nothing
+        here rectifies `auth` below a zone cut."""
+        parsed = dns.zone.from_text(self.zone_text(zone), origin=zone + ".", relativize=False)
+        rows = []
+        for name, node in parsed.nodes.items():
+            owner = name.to_text(omit_final_dot=True).lower()
+            for rdataset in node.rdatasets:
+                rtype = dns.rdatatype.to_text(rdataset.rdtype)
+                for rdata in rdataset:
+                    content = rdata.to_text(origin=dns.name.root, relativize=True)
+                    prio = 0
+                    if rtype in PRIO_TYPES:  # the priority has a column of its own
+                        first, content = content.split(" ", 1)
+                        prio = int(first)
+                    rows.append((domain_id, owner, rtype, content, rdataset.ttl, prio))
+        db.executemany(
+            "INSERT INTO records (domain_id, name, type, content, ttl, prio, disabled, auth) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0, 1)",
+            rows,
+        )
+
+    def _command(self) -> list[str]:
+        return [find_pdns() or "pdns_server", f"--config-dir={self.workdir}"]
+
+    def _write_conf(self) -> None:
+        conf = f"""
+launch=gsqlite3
+gsqlite3-database={self.database}
+gsqlite3-pragma-synchronous=0
+local-address=127.0.0.1
+local-port={self.port}
+socket-dir={self.workdir}
+daemon=no
+guardian=no
+disable-syslog=yes
+write-pid=no
+security-poll-suffix=
+webserver=no
+api=no
+dnsupdate=yes
+allow-dnsupdate-from=127.0.0.0/8
+allow-axfr-ips=
+cache-ttl=0
+query-cache-ttl=0
+negquery-cache-ttl=0
+"""
+        (self.workdir / "pdns.conf").write_text(conf)
