@@ -29,8 +29,9 @@ from prometheus_client import Counter, Gauge, Histogram
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
-from shardsync.events import EventRecorder, ObjectRef
+from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
+from shardsync.objects import ObjectRef
 from shardsync.plan import Conflict, Policy, Skipped, plan
 from shardsync.providers.base import (
     BatchRejectedError,

@@ -25,12 +25,10 @@ from shardsync.endpoint import (
     InvalidEndpoint,
     canonical_target,
 )
-from shardsync.objects import Resource, get, get_str
-from shardsync.sources.result import ObjectRef, Problem, SourceResult
+from shardsync.objects import ObjectRef, Resource, get, get_str
+from shardsync.sources.result import Problem, SourceResult
 
 DNS_ENDPOINTS = Resource("externaldns.k8s.io", "v1alpha1", "dnsendpoints", "DNSEndpoint")
-API_VERSION = DNS_ENDPOINTS.api_version
-KIND = DNS_ENDPOINTS.kind
 
 # Record types whose targets must not end in a dot (external-dns's crd source refuses it; CNAME, MX and TXT
 # may; the types shardsync does not support are refused by `validate()` anyway).
@@ -73,7 +71,7 @@ def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoi
 
 def dnsendpoint_endpoints(obj: Obj) -> SourceResult:
     """A DNSEndpoint's valid endpoints, and one problem per endpoint dropped."""
-    ref = ObjectRef.of(obj, API_VERSION, KIND, "crd")
+    ref = ObjectRef.of(obj, DNS_ENDPOINTS, "crd")
     labels = {RESOURCE_LABEL: ref.resource}
     created = get_str(obj, "metadata", "creationTimestamp")
     if created:

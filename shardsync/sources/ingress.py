@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shardsync.objects import Resource, get_list, get_str, get_str_list, get_str_map
+from shardsync.objects import ObjectRef, Resource, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import EndpointSet, ObjectRef, Problem, SourceResult
+from shardsync.sources.result import EndpointSet, Problem, SourceResult
 
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
 
@@ -43,7 +43,7 @@ def ingress_endpoints(ing: Obj, opts: SourceOptions | None = None) -> SourceResu
     parsed = ann.parse(get_str_map(ing, "metadata", "annotations"))
     if not ingress_class_selected(ing, opts) or parsed.controller_mismatch:
         return SourceResult()
-    ref = ObjectRef.of(ing, "networking.k8s.io/v1", "Ingress", "ingress")
+    ref = ObjectRef.of(ing, INGRESSES, "ingress")
     out = EndpointSet(
         ref,
         created=get_str(ing, "metadata", "creationTimestamp"),

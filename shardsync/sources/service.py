@@ -28,11 +28,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import Resource, get, get_list, get_str, get_str_list, get_str_map
+from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
 from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import EndpointSet, ObjectRef, Problem, SourceResult, suitable_type
+from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
 
 SERVICES = Resource("", "v1", "services", "Service")
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
@@ -109,7 +109,7 @@ def service_endpoints(
     the `controller` annotation gives an empty result.
     """
     opts = opts or SourceOptions()
-    ref = ObjectRef.of(svc, "v1", "Service", "service")
+    ref = ObjectRef.of(svc, SERVICES, "service")
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
     if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation:
         return SourceResult()

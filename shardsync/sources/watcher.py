@@ -38,7 +38,6 @@ from shardsync.config import Settings
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import Endpoint
 from shardsync.events import EventRecorder
-from shardsync.events import ObjectRef as EventRef
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
@@ -390,14 +389,7 @@ class SourceWatcher:
             INVALID_ENDPOINTS.labels(source).inc()
             log.warning("invalid source object", object=p.ref.resource, field=p.field, problem=p.message)
             if post and self._events is not None:
-                ref = EventRef(
-                    kind=p.ref.kind,
-                    namespace=p.ref.namespace,
-                    name=p.ref.name,
-                    uid=p.ref.uid,
-                    api_version=p.ref.api_version,
-                )
-                self._events.record(ref, INVALID_REASON, f"{p.field}: {p.message}")
+                self._events.record(p.ref, INVALID_REASON, f"{p.field}: {p.message}")
 
     # -- DNSEndpoint status ---------------------------------------------------------------------------------
 
