@@ -20,6 +20,7 @@ from anyio.from_thread import BlockingPortal
 from shardsync import config, logs
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
+from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
@@ -30,7 +31,6 @@ from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding import shards_view
 from shardsync.sharding.active_passive import ActivePassiveOwnership
 from shardsync.sharding.ownership import ShardedOwnership
-from shardsync.sources.filters import DomainFilter
 from shardsync.sources.watcher import SourceWatcher
 from shardsync.worker import Worker, WorkerOptions
 

@@ -36,6 +36,7 @@ from prometheus_client import Counter, Gauge
 from shardsync.backoff import Backoff
 from shardsync.config import Settings
 from shardsync.desired import DesiredIndex
+from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import Endpoint
 from shardsync.events import EventRecorder
 from shardsync.informer import Informer
@@ -44,7 +45,7 @@ from shardsync.logs import get_logger
 from shardsync.manifests import CRD_FILE, CRD_NAME
 from shardsync.objects import Resource, get
 from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints, observed_generation_to_write
-from shardsync.sources.filters import DomainFilter, ObjectFilter, RecordTypeFilter, filter_endpoints
+from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.ingress import INGRESSES, ingress_endpoints
 from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import Problem, SourceResult
