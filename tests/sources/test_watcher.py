@@ -22,9 +22,9 @@ from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
-from shardsync.sources import watcher as watcher_module
+from shardsync.sources import service as service_module
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
-from shardsync.sources.options import SourceOptions
+from shardsync.sources.ingress import IngressOptions
 from shardsync.sources.service import service_endpoints
 from shardsync.sources.watcher import INVALID_REASON, SourceWatcher, WatchOptions
 from tests.conftest import MakeApiServer
@@ -341,7 +341,7 @@ async def test_node_port_local_traffic_follows_pod_readiness(apiserver: ApiServe
 
 async def test_ingress_rules_status_and_class(apiserver: ApiServer) -> None:
     options = WatchOptions(
-        sources=("ingress",), translation=SourceOptions(ingress_class_names=frozenset({"public"}))
+        sources=("ingress",), source_options={"ingress": IngressOptions(ingress_class_names=("public",))}
     )
     net = client.NetworkingV1Api
     async with watching(apiserver, options) as h:
@@ -596,13 +596,13 @@ async def test_initial_sync_translates_each_service_once(
 
     await anyio.to_thread.run_sync(populate)
     translated: list[str] = []
-    real = service_endpoints  # what the watcher module imported, before the patch below
+    real = service_endpoints  # what the service kind's translator calls, before the patch below
 
     def counting(svc: Any, *args: Any, **kwargs: Any) -> Any:
         translated.append(svc["metadata"]["name"])
         return real(svc, *args, **kwargs)
 
-    monkeypatch.setattr(watcher_module, "service_endpoints", counting)
+    monkeypatch.setattr(service_module, "service_endpoints", counting)
     async with watching(apiserver) as h:
         assert sorted(translated) == sorted(f"s{s}" for s in range(services))
         assert len(h.desired) == services * (pods_each + 1)
