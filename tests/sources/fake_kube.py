@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 
-from shardsync.kube import Kube, KubeError, Timeout
+from shardsync.kube import Kube, KubeError
 from shardsync.objects import Obj, Resource, object_key
 
 
@@ -43,45 +43,17 @@ class FakeKube(Kube):
     def watching(self, resource: Resource) -> bool:
         return resource in self._handles
 
-    async def list(
-        self,
-        resource: Resource,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        limit: int | None = None,
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
+    async def list(self, resource: Resource, **query: Any) -> Obj:
         self.lists[resource] += 1
         if resource in self.missing:
             raise KubeError(404, "NotFound")
         items = list(self.objects.get(resource, {}).values())
         return {"metadata": {"resourceVersion": str(self._version)}, "items": items}
 
-    async def watch(
-        self,
-        resource: Resource,
-        *,
-        namespace: str = "",
-        resource_version: str,
-        handle: Callable[[str, Obj], None],
-        label_selector: str = "",
-        field_selector: str = "",
-        timeout_seconds: int = 60,
-    ) -> None:
-        self._handles[resource] = handle
+    async def watch(self, resource: Resource, **query: Any) -> None:
+        self._handles[resource] = query["handle"]
         await anyio.sleep_forever()
 
-    async def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        body: Any,
-        *,
-        namespace: str = "",
-        patch_type: str = "merge",
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
-        self.status_patches.append((namespace, name, body))
+    async def patch_status(self, resource: Resource, name: str, body: Any, **query: Any) -> Obj:
+        self.status_patches.append((query.get("namespace", ""), name, body))
         return {}

@@ -14,6 +14,7 @@ from kubernetes import client
 from shardsync import config
 from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.local.apiserver import ApiServer
+from shardsync.manifests import load_crd
 from shardsync.sources import table as source_table
 from shardsync.sources.table import SOURCES
 from shardsync.sources.watcher import INVALID_REASON, WatchOptions
@@ -29,25 +30,14 @@ GROUP, VERSION, PLURAL = "example.test", "v1", "dnsrecords"
 
 
 def dnsrecord_crd() -> dict[str, Any]:
-    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {
-                "plural": PLURAL,
-                "singular": "dnsrecord",
-                "kind": "DNSRecord",
-                "listKind": "DNSRecordList",
-            },
-            "versions": [
-                {"name": VERSION, "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
-            ],
-        },
-    }
+    """The shipped DNSEndpoint CRD renamed to DNSRecords of example.test/v1 (the embedded API server does not
+    validate against the schema)."""
+    crd = load_crd()
+    crd["metadata"]["name"] = f"{PLURAL}.{GROUP}"
+    names = {"plural": PLURAL, "singular": "dnsrecord", "kind": "DNSRecord", "listKind": "DNSRecordList"}
+    crd["spec"].update(group=GROUP, names=names)
+    crd["spec"]["versions"][0]["name"] = VERSION
+    return crd
 
 
 def dnsrecord(name: str, hostname: str, node: str) -> dict[str, Any]:

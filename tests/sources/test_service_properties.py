@@ -11,25 +11,13 @@ from hypothesis import strategies as st
 from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints
 
-from .objects import ALPHA, GA, endpoint_slice, node, pod, service
+from .objects import ALPHA, ANNOTATION_NAMES, GA, endpoint_slice, node, pod, service
 
 NODES = {
     "n1": node("n1", ("InternalIP", "10.0.0.1"), ("ExternalIP", "203.0.113.1"), ("InternalIP", "fd00::1")),
     "n2": node("n2", ("InternalIP", "10.0.0.2"), ("ExternalIP", "203.0.113.2"), ("Hostname", "n2")),
 }
 
-ANN_NAMES = [
-    "hostname",
-    "internal-hostname",
-    "target",
-    "ttl",
-    "controller",
-    "set-identifier",
-    "access",
-    "endpoints-type",
-    "alias",
-    "aws-x",
-]
 ANN_VALUES = st.one_of(
     st.text(max_size=30),
     st.sampled_from(
@@ -52,7 +40,7 @@ ANN_VALUES = st.one_of(
     ),
 )
 ANNOTATIONS = st.dictionaries(
-    st.builds(lambda p, n: p + n, st.sampled_from([ALPHA, GA]), st.sampled_from(ANN_NAMES)),
+    st.builds(lambda p, n: p + n, st.sampled_from([ALPHA, GA]), st.sampled_from(ANNOTATION_NAMES)),
     ANN_VALUES,
     max_size=6,
 )
