@@ -17,11 +17,10 @@ from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
 from shardsync.kube import Kube
-from shardsync.objects import Resource
+from shardsync.objects import Obj, Resource
 from shardsync.sources.result import SourceResult
 
 OptionsT = TypeVar("OptionsT")
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

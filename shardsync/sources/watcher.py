@@ -45,7 +45,7 @@ from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
-from shardsync.objects import Resource
+from shardsync.objects import Obj, Resource
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.result import Problem
@@ -67,11 +67,8 @@ INVALID_ENDPOINTS = Counter(
 )
 CRD_MISSING = Gauge(
     "shardsync_source_crd_missing",
-    "Source resources whose CRD is not installed, so that their kind waits (the crd source: the DNSEndpoint "
-    "CRD)",
+    "Source resources whose CRD is not installed, so their kind waits (1: the crd source's DNSEndpoint CRD)",
 )
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
