@@ -8,7 +8,8 @@ flags take a comma-separated list from the environment. Identity and namespace c
 
 The core flags fill `Settings` itself; each provider and source kind declares its own `FlagGroup`
 (shardsync.flags) in its module, and its options value is kept in `Settings.groups` under the group's
-name. Only the command line and `shardsync.replica` read Settings; each part gets its own options value.
+name; only the chosen provider's and sources' groups are validated. Only the command line and
+`shardsync.replica` read Settings; each part gets its own options value.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from typing import Any, TypeVar
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
 from shardsync.providers.table import PROVIDERS
+from shardsync.sources import table as source_table
 
-SOURCES = ("service", "ingress", "crd")
+SOURCES = tuple(source_table.SOURCES)
 POLICIES = ("sync", "upsert-only", "create-only")
 T = TypeVar("T")
 
@@ -56,8 +58,6 @@ class Settings:
     domain_filter: tuple[str, ...] = ()
     exclude_domains: tuple[str, ...] = ()
     managed_record_types: tuple[str, ...] = DEFAULT_MANAGED_TYPES
-    publish_internal_services: bool = False
-    ingress_class: tuple[str, ...] = ()
     # the cluster and this replica
     kubeconfig: str = ""
     identity: str = ""
@@ -163,18 +163,6 @@ FLAGS: tuple[Flag, ...] = (
         external_dns="--managed-record-types",
     ),
     Flag(
-        "publish_internal_services",
-        "publish ClusterIP services too",
-        switch=True,
-        external_dns="--publish-internal-services",
-    ),
-    Flag(
-        "ingress_class",
-        "only read ingresses of these classes (repeatable)",
-        repeat=True,
-        external_dns="--ingress-class",
-    ),
-    Flag(
         "kubeconfig",
         "kubeconfig file (default: in-cluster, else ~/.kube/config)",
         external_dns="--kubeconfig",
@@ -209,8 +197,8 @@ CORE = FlagGroup("core", "shardsync run", Settings, FLAGS)
 
 
 def flag_groups() -> tuple[FlagGroup[Any], ...]:
-    """Every group of `shardsync run`: the core flags first, then each provider's."""
-    return (CORE, *(kind.flags for kind in PROVIDERS.values()))
+    """Every group of `shardsync run`: the core flags first, then each provider's, then each source kind's."""
+    return (CORE, *(kind.flags for kind in PROVIDERS.values()), *source_table.flag_groups())
 
 
 def all_flags() -> list[tuple[FlagGroup[Any], Flag]]:
@@ -357,6 +345,9 @@ def validate(s: Settings) -> None:
         raise ConfigError("no identity: set --identity or POD_NAME")
     provider = PROVIDERS[s.provider].flags
     provider.validate(s.options(provider))
+    chosen = {name: source_table.SOURCES[name] for name in s.sources}
+    for group in source_table.flag_groups(chosen):
+        group.validate(s.options(group))
 
 
 def settings_fields() -> list[str]:

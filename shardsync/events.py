@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -21,33 +19,12 @@ from prometheus_client import Counter
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.objects import EVENTS as EVENT_OBJECTS
+from shardsync.objects import ObjectRef
 
 log = get_logger(__name__)
 
 EVENTS = Counter("shardsync_events_total", "Kubernetes Events recorded, by reason", ["reason"])
 EVENTS_DROPPED = Counter("shardsync_events_dropped_total", "Events dropped: queue full or API error")
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """The object an Event is about."""
-
-    kind: str
-    namespace: str
-    name: str
-    uid: str = ""
-    api_version: str = "v1"
-
-    @classmethod
-    def of(cls, obj: dict[str, Any], kind: str, api_version: str = "v1") -> ObjectRef:
-        meta = obj.get("metadata") or {}
-        return cls(
-            kind=kind,
-            namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or ""),
-            uid=str(meta.get("uid") or ""),
-            api_version=str(obj.get("apiVersion") or api_version),
-        )
 
 
 def _now() -> str:

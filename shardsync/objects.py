@@ -3,7 +3,8 @@
 Pure: no client here. Objects are the API server's JSON; readers tolerate any shape, since a source object
 may hold anything a user wrote (`get` answers None where a field is missing or not a mapping).
 `shardsync.kube` sends requests for these resources; each source kind names its own resources, the ones
-the coordination protocol and the Events use are here.
+the coordination protocol and the Events use are here. `ObjectRef` names one object: what an Event is about,
+what a source's result or problem is about.
 """
 
 from __future__ import annotations
@@ -55,6 +56,36 @@ STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """One object by name: enough to post a Kubernetes Event on it and to write external-dns's `resource`
+    label of the endpoints it gives (`resource_kind`: service, ingress, crd)."""
+
+    kind: str  # the API kind: Service, Ingress, DNSEndpoint
+    namespace: str
+    name: str
+    uid: str = ""
+    api_version: str = "v1"
+    resource_kind: str = ""
+
+    @classmethod
+    def of(cls, obj: Any, resource: Resource, resource_kind: str) -> ObjectRef:
+        """The reference to `obj`, an object of `resource` (its own apiVersion wins when it has one)."""
+        return cls(
+            kind=resource.kind,
+            namespace=get_str(obj, "metadata", "namespace"),
+            name=get_str(obj, "metadata", "name"),
+            uid=get_str(obj, "metadata", "uid"),
+            api_version=get_str(obj, "apiVersion") or resource.api_version,
+            resource_kind=resource_kind,
+        )
+
+    @property
+    def resource(self) -> str:
+        """external-dns's `resource` label value: `<resource kind>/<namespace>/<name>`."""
+        return f"{self.resource_kind}/{self.namespace}/{self.name}"
 
 
 def resource_version(obj: Obj) -> str:

@@ -20,6 +20,7 @@ from anyio.from_thread import BlockingPortal
 from shardsync import config, logs
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
+from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
@@ -30,8 +31,9 @@ from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding import shards_view
 from shardsync.sharding.active_passive import ActivePassiveOwnership
 from shardsync.sharding.ownership import ShardedOwnership
-from shardsync.sources.filters import DomainFilter
-from shardsync.sources.watcher import SourceWatcher
+from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
+from shardsync.sources.table import SOURCES
+from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from shardsync.worker import Worker, WorkerOptions
 
 log = get_logger(__name__)
@@ -147,9 +149,18 @@ class Replica:
             may_write=ownership.may_write,
             on_fenced=ownership.on_fenced,
         )
+        kinds = [SOURCES[name] for name in settings.sources]
+        watch = WatchOptions(
+            sources=settings.sources,
+            namespace=settings.namespace,
+            objects=ObjectFilter.parse(settings.namespace, settings.label_filter, settings.annotation_filter),
+            domains=self.domain_filter,
+            record_types=RecordTypeFilter.parse(settings.managed_record_types),
+            source_options={k.name: settings.options(k.flags) for k in kinds if k.flags is not None},
+        )
         self.sources = SourceWatcher(
             kube,
-            settings,
+            watch,
             self.desired,
             on_dirty=self.worker.mark_dirty,
             events=self.events,

@@ -29,7 +29,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
-from shardsync.events import EventRecorder, ObjectRef
+from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.plan import Conflict, Policy, Skipped, plan
 from shardsync.providers.base import (
@@ -44,6 +44,7 @@ from shardsync.providers.base import (
 )
 from shardsync.registry import TxtRegistry, ZoneView
 from shardsync.schedule import ZoneSchedule
+from shardsync.sources.table import event_ref
 
 log = get_logger(__name__)
 
@@ -370,18 +371,11 @@ class Worker:
             self._event(resource, "DNSRecordRejected", str(rejected))
 
     def _event(self, resource: str, reason: str, message: str) -> None:
-        if self.events is None or resource.count("/") != 2:
-            return
-        kind, namespace, name = resource.split("/")
-        kinds = {
-            "service": ("Service", "v1"),
-            "ingress": ("Ingress", "networking.k8s.io/v1"),
-            "crd": ("DNSEndpoint", "externaldns.k8s.io/v1alpha1"),
-        }
-        k, api_version = kinds.get(kind, (kind, "v1"))
-        self.events.record(
-            ObjectRef(kind=k, namespace=namespace, name=name, api_version=api_version), reason, message
-        )
+        """An Event on the source object an endpoint's `resource` label names (the source table knows its
+        kind and apiVersion)."""
+        ref = event_ref(resource)
+        if self.events is not None and ref is not None:
+            self.events.record(ref, reason, message)
 
     def totals(self) -> tuple[int, int]:
         """(records, desired endpoints) over the owned zones, for the external-dns gauges."""

@@ -32,9 +32,8 @@ first, acquire second, self-fencing): a replica paused past its lease can still 
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +42,7 @@ import httpx
 import orjson
 from prometheus_client import Counter
 
+from shardsync.domain_filter import DomainFilter, DomainFilterError
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, normalize_name
 from shardsync.flags import Flag, FlagGroup
 from shardsync.logs import get_logger
@@ -76,53 +76,12 @@ def _same_media_type(value: str) -> bool:
     return value.replace(" ", "").lower() == MEDIA_TYPE
 
 
-@dataclass(frozen=True, slots=True)
-class DomainFilter:
-    """external-dns's DomainFilter as a webhook server sends it on negotiation."""
-
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
-    regex_include: str = ""
-    regex_exclude: str = ""
-
-    @classmethod
-    def from_json(cls, data: Any) -> DomainFilter:
-        if not isinstance(data, Mapping):
-            raise ProviderError(f"webhook negotiation: domain filter is not an object: {data!r}")
-
-        def names(key: str) -> tuple[str, ...]:
-            items = data.get(key) or []
-            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-                raise ProviderError(f"webhook negotiation: {key} must be a list of names")
-            return tuple(n for n in (normalize_name(i) for i in items) if n)
-
-        return cls(
-            include=names("include"),
-            exclude=names("exclude"),
-            regex_include=str(data.get("regexInclude") or ""),
-            regex_exclude=str(data.get("regexExclude") or ""),
-        )
-
-    def match(self, name: str) -> bool:
-        """Whether the filter admits `name`, by external-dns's rules (suffix match on whole labels; a
-        filter starting with a dot admits subdomains only; a regex filter replaces the name lists)."""
-        name = normalize_name(name)
-        if self.regex_include or self.regex_exclude:
-            if self.regex_exclude and re.search(self.regex_exclude, name):
-                return False
-            return not self.regex_include or re.search(self.regex_include, name) is not None
-        admitted = not self.include or any(_matches(name, f) for f in self.include)
-        return admitted and not any(_matches(name, f) for f in self.exclude)
-
-    def zones(self) -> list[str]:
-        """The zones the filter names: its includes that are whole domains and not excluded."""
-        return sorted({z for z in self.include if not z.startswith(".") and self.match(z)})
-
-
-def _matches(name: str, domain_filter: str) -> bool:
-    if domain_filter.startswith("."):
-        return name.endswith(domain_filter)
-    return name == domain_filter or name.endswith("." + domain_filter)
+def _domain_filter(data: Any) -> DomainFilter:
+    """The filter a server sent on negotiation; a bad one is a ProviderError, as any protocol failure."""
+    try:
+        return DomainFilter.from_json(data)
+    except DomainFilterError as exc:
+        raise ProviderError(f"webhook negotiation: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +180,7 @@ class WebhookProvider:
                         f"webhook provider {self.url}: negotiated content type {content_type!r}, "
                         f"want {MEDIA_TYPE!r}"
                     )
-                self._filter = DomainFilter.from_json(self._json(resp))
+                self._filter = _domain_filter(self._json(resp))
                 log.info("webhook provider negotiated", url=self.url, include=",".join(self._filter.include))
             return self._filter
 

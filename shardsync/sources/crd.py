@@ -6,14 +6,18 @@ external-dns, a target ending in a dot is refused except for CNAME, MX and TXT r
 are kept (except `shardsync/...`, which steer the planner and are set here only), plus
 `resource=crd/<ns>/<name>` and `shardsync/created`; A and AAAA targets are put in canonical form. Two
 entries for the same RRset merge their targets (a second CNAME target is refused instead, CNAME holding
-one), as external-dns's MergeEndpoints does. `observed_generation_to_write` tells the caller when
-status.observedGeneration is due.
+one), as external-dns's MergeEndpoints does.
+
+`KIND` is the source kind `--source=crd`: it waits for the DNSEndpoint CRD to be served, and its
+translator has a `StatusWriter` (sources.status) write each translated generation to
+status.observedGeneration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from shardsync.endpoint import (
@@ -25,26 +29,20 @@ from shardsync.endpoint import (
     InvalidEndpoint,
     canonical_target,
 )
-from shardsync.objects import Resource, get, get_str
-from shardsync.sources.result import ObjectRef, Problem, SourceResult
+from shardsync.kube import Kube
+from shardsync.manifests import CRD_FILE, CRD_NAME
+from shardsync.objects import ObjectRef, Resource, get, get_str
+from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.result import Problem, SourceResult
+from shardsync.sources.status import StatusWriter
 
 DNS_ENDPOINTS = Resource("externaldns.k8s.io", "v1alpha1", "dnsendpoints", "DNSEndpoint")
-API_VERSION = DNS_ENDPOINTS.api_version
-KIND = DNS_ENDPOINTS.kind
 
 # Record types whose targets must not end in a dot (external-dns's crd source refuses it; CNAME, MX and TXT
 # may; the types shardsync does not support are refused by `validate()` anyway).
 _NO_DOT = SUPPORTED_TYPES - {"CNAME", "MX", "TXT"}
 
 Obj = Mapping[str, Any]
-
-
-def observed_generation_to_write(obj: Obj) -> int | None:
-    """metadata.generation when status.observedGeneration lags behind it, else None."""
-    generation = get(obj, "metadata", "generation")
-    if not isinstance(generation, int) or isinstance(generation, bool):
-        return None
-    return None if get(obj, "status", "observedGeneration") == generation else generation
 
 
 def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoint | None, str]:
@@ -73,7 +71,7 @@ def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoi
 
 def dnsendpoint_endpoints(obj: Obj) -> SourceResult:
     """A DNSEndpoint's valid endpoints, and one problem per endpoint dropped."""
-    ref = ObjectRef.of(obj, API_VERSION, KIND, "crd")
+    ref = ObjectRef.of(obj, DNS_ENDPOINTS, "crd")
     labels = {RESOURCE_LABEL: ref.resource}
     created = get_str(obj, "metadata", "creationTimestamp")
     if created:
@@ -106,3 +104,35 @@ def dnsendpoint_endpoints(obj: Obj) -> SourceResult:
         merged[ep.key] = replace(first, targets=union.targets)
     out.endpoints = [merged[key] for key in sorted(merged)]
     return out
+
+
+async def write_observed_generation(kube: Kube, key: str, generation: int) -> None:
+    """Set status.observedGeneration of the DNSEndpoint at cache key `key` (the status subresource)."""
+    namespace, _, name = key.partition("/")
+    body = {"status": {"observedGeneration": generation}}
+    await kube.patch_status(DNS_ENDPOINTS, name, body, namespace=namespace)
+
+
+class DNSEndpointTranslator(Translator):
+    """The crd kind in one watcher: `dnsendpoint_endpoints`, and the status writes of what it translated."""
+
+    def __init__(self, context: SourceContext[None]) -> None:
+        self.status = StatusWriter(context, DNS_ENDPOINTS, partial(write_observed_generation, context.kube))
+
+    def translate(self, key: str, obj: dict[str, Any] | None) -> SourceResult | None:
+        self.status.translated(key, obj)
+        return None if obj is None else dnsendpoint_endpoints(obj)
+
+    async def run(self) -> None:
+        await self.status.run()
+
+    def catch_up(self) -> None:
+        self.status.sweep()
+
+
+KIND = SourceKind(
+    "crd",
+    DNS_ENDPOINTS,
+    DNSEndpointTranslator,
+    crd=CrdNotice("DNSEndpoint CRD", CRD_NAME, f"shardsync/manifests/{CRD_FILE}"),
+)

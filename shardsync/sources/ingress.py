@@ -7,17 +7,20 @@ annotation's (`annotation-only`). Targets are the `target` annotation, else ever
 status.loadBalancer.ingress ip and hostname. `--ingress-class` keeps Ingresses whose
 spec.ingressClassName, or when that is empty the legacy `kubernetes.io/ingress.class` annotation, is one
 of the given classes. Every endpoint carries `resource=ingress/<ns>/<name>` and `shardsync/created`.
+`KIND` is the source kind `--source=ingress`, with its flags (`FLAGS`, filling `IngressOptions`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import Resource, get_list, get_str, get_str_list, get_str_map
+from shardsync.flags import Flag, FlagGroup
+from shardsync.objects import ObjectRef, Resource, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
-from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import EndpointSet, ObjectRef, Problem, SourceResult
+from shardsync.sources.kind import SourceKind, pure
+from shardsync.sources.result import EndpointSet, Problem, SourceResult
 
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
 
@@ -26,7 +29,37 @@ INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 Obj = Mapping[str, Any]
 
 
-def ingress_class_selected(ing: Obj, opts: SourceOptions) -> bool:
+@dataclass(frozen=True, slots=True)
+class IngressOptions:
+    """The ingress source's options, named after external-dns's flags (only `--ingress-class` is a flag of
+    shardsync yet: `FLAGS`); the defaults are external-dns's."""
+
+    # --ingress-class (repeatable): only Ingresses of these classes; empty means all.
+    ingress_class_names: tuple[str, ...] = ()
+    # --ignore-ingress-tls-spec / --ignore-ingress-rules-spec: Ingress hosts not taken from there.
+    ignore_ingress_tls_spec: bool = False
+    ignore_ingress_rules_spec: bool = False
+    # --ignore-hostname-annotation: the `hostname` annotation is not read.
+    ignore_hostname_annotation: bool = False
+
+
+FLAGS = FlagGroup(
+    "ingress",
+    "ingress source (--source=ingress)",
+    IngressOptions,
+    (
+        Flag(
+            "ingress_class_names",
+            "only read ingresses of these classes (repeatable)",
+            repeat=True,
+            flag="ingress-class",
+            external_dns="--ingress-class",
+        ),
+    ),
+)
+
+
+def ingress_class_selected(ing: Obj, opts: IngressOptions) -> bool:
     """external-dns's --ingress-class filter: spec.ingressClassName first, the legacy annotation second."""
     if not opts.ingress_class_names:
         return True
@@ -37,13 +70,13 @@ def ingress_class_selected(ing: Obj, opts: SourceOptions) -> bool:
     return legacy is not None and legacy in opts.ingress_class_names
 
 
-def ingress_endpoints(ing: Obj, opts: SourceOptions | None = None) -> SourceResult:
+def ingress_endpoints(ing: Obj, opts: IngressOptions | None = None) -> SourceResult:
     """An Ingress's desired endpoints and problems (empty when the class or controller filter skips it)."""
-    opts = opts or SourceOptions()
+    opts = opts or IngressOptions()
     parsed = ann.parse(get_str_map(ing, "metadata", "annotations"))
     if not ingress_class_selected(ing, opts) or parsed.controller_mismatch:
         return SourceResult()
-    ref = ObjectRef.of(ing, "networking.k8s.io/v1", "Ingress", "ingress")
+    ref = ObjectRef.of(ing, INGRESSES, "ingress")
     out = EndpointSet(
         ref,
         created=get_str(ing, "metadata", "creationTimestamp"),
@@ -92,3 +125,6 @@ def ingress_endpoints(ing: Obj, opts: SourceOptions | None = None) -> SourceResu
     for name, field_path in names:
         out.add_targets(name, targets, field_path)
     return out.result(problems)
+
+
+KIND = SourceKind("ingress", INGRESSES, pure(ingress_endpoints), flags=FLAGS)

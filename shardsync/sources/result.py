@@ -11,7 +11,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from shardsync.endpoint import (
     CREATED_LABEL,
@@ -21,37 +20,9 @@ from shardsync.endpoint import (
     canonical_target,
     normalize_name,
 )
-from shardsync.objects import get_str
+from shardsync.objects import ObjectRef
 
 # --- results -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """The object a result or a problem is about; enough to post a Kubernetes Event on it."""
-
-    api_version: str
-    kind: str  # API kind: Service, Ingress, DNSEndpoint
-    namespace: str
-    name: str
-    uid: str = ""
-    resource_kind: str = ""  # lower-case kind of external-dns's resource label: service, ingress, crd
-
-    @classmethod
-    def of(cls, obj: Any, api_version: str, kind: str, resource_kind: str) -> ObjectRef:
-        return cls(
-            api_version=get_str(obj, "apiVersion") or api_version,
-            kind=kind,
-            namespace=get_str(obj, "metadata", "namespace"),
-            name=get_str(obj, "metadata", "name"),
-            uid=get_str(obj, "metadata", "uid"),
-            resource_kind=resource_kind,
-        )
-
-    @property
-    def resource(self) -> str:
-        """external-dns's `resource` label value: `<kind>/<namespace>/<name>`."""
-        return f"{self.resource_kind}/{self.namespace}/{self.name}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,9 @@ IPv4 targets make A records, IPv6 AAAA, anything else CNAME. Every endpoint carr
 `resource=service/<ns>/<name>` and `shardsync/created=<creationTimestamp>`.
 
 Which other objects the result depends on is told by `service_dependencies`, so a cache knows which Node,
-EndpointSlice and Pod events must re-translate which Service.
+EndpointSlice and Pod events must re-translate which Service. `KIND` is the source kind `--source=service`:
+its flags, what it watches, and its translator in a watcher (`ServiceTranslator`, which keeps the
+`ServiceInputs` index of what each Service reads).
 """
 
 from __future__ import annotations
@@ -28,29 +30,54 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import Resource, get, get_list, get_str, get_str_list, get_str_map
+from shardsync.flags import Flag, FlagGroup
+from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
-from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import EndpointSet, ObjectRef, Problem, SourceResult, suitable_type
+from shardsync.sources.kind import SourceContext, SourceKind, Translator
+from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
+from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs, slice_service
 
 SERVICES = Resource("", "v1", "services", "Service")
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
 PODS = Resource("", "v1", "pods", "Pod")
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # EndpointSlice → its Service (discovery.k8s.io/v1)
-
 Obj = Mapping[str, Any]
+
+SERVICE_TYPES = frozenset({"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"})
 
 
 @dataclass(frozen=True, slots=True)
-class ServiceDependencies:
-    """Which other objects can change a Service's endpoints (all False: only the Service itself)."""
+class ServiceOptions:
+    """The service source's options, named after external-dns's flags (only `--publish-internal-services`
+    is a flag of shardsync yet: `FLAGS`); the defaults are external-dns's."""
 
-    nodes: bool = False  # any Node (NodePort; headless with endpoints-type NodeExternalIP)
-    endpoint_slices: bool = False  # EndpointSlices labelled kubernetes.io/service-name=<name>, same namespace
-    pods: bool = False  # Pods of the namespace that spec.selector matches
+    # --publish-internal-services: ClusterIP Services publish their cluster IP for `hostname` too.
+    publish_internal: bool = False
+    # --publish-host-ip: headless Services publish each pod's status.hostIP instead of its own IP.
+    publish_host_ip: bool = False
+    # --always-publish-not-ready-addresses: as if every headless Service set publishNotReadyAddresses.
+    always_publish_not_ready_addresses: bool = False
+    # --expose-internal-ipv6: headless `endpoints-type: NodeExternalIP` adds the nodes' IPv6 InternalIPs.
+    expose_internal_ipv6: bool = False
+    # --ignore-hostname-annotation: the `hostname`/`internal-hostname` annotations are not read.
+    ignore_hostname_annotation: bool = False
+    # --service-type-filter (repeatable): only Services of these types; empty means all.
+    service_types: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        unknown = self.service_types - SERVICE_TYPES - {""}
+        if unknown:
+            raise ValueError(
+                f"unsupported service type filter {sorted(unknown)}; supported: {sorted(SERVICE_TYPES)}"
+            )
+
+    def service_type_selected(self, service_type: str) -> bool:
+        """--service-type-filter; as in external-dns, an empty entry switches the filter off."""
+        if not self.service_types or "" in self.service_types:
+            return True
+        return service_type in self.service_types
 
 
 def service_type(svc: Obj) -> str:
@@ -61,11 +88,11 @@ def is_headless(svc: Obj) -> bool:
     return service_type(svc) == "ClusterIP" and get_str(svc, "spec", "clusterIP") == "None"
 
 
-def _selected(svc: Obj, opts: SourceOptions, parsed: ann.Annotations) -> bool:
+def _selected(svc: Obj, opts: ServiceOptions, parsed: ann.Annotations) -> bool:
     return opts.service_type_selected(service_type(svc)) and not parsed.controller_mismatch
 
 
-def service_dependencies(svc: Obj, opts: SourceOptions) -> ServiceDependencies:
+def service_dependencies(svc: Obj, opts: ServiceOptions) -> ServiceDependencies:
     """What besides the Service itself `service_endpoints` reads for this Service."""
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
     if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation or parsed.targets:
@@ -81,14 +108,6 @@ def service_dependencies(svc: Obj, opts: SourceOptions) -> ServiceDependencies:
     return ServiceDependencies()
 
 
-def slice_service(endpoint_slice: Obj) -> tuple[str, str] | None:
-    """(namespace, service name) an EndpointSlice belongs to, or None."""
-    name = get_str_map(endpoint_slice, "metadata", "labels").get(SERVICE_NAME_LABEL)
-    if not name:
-        return None
-    return get_str(endpoint_slice, "metadata", "namespace"), name
-
-
 def pod_key(namespace: str, name: str) -> str:
     """The key `service_endpoints` expects in its `pods` mapping."""
     return f"{namespace}/{name}"
@@ -99,7 +118,7 @@ def service_endpoints(
     nodes: Mapping[str, Obj] | None = None,
     slices: Sequence[Obj] = (),
     pods: Mapping[str, Obj] | None = None,
-    opts: SourceOptions | None = None,
+    opts: ServiceOptions | None = None,
 ) -> SourceResult:
     """A Service's desired endpoints and problems.
 
@@ -108,8 +127,8 @@ def service_endpoints(
     are ignored, so a caller may pass its whole cache. A Service skipped by `--service-type-filter` or by
     the `controller` annotation gives an empty result.
     """
-    opts = opts or SourceOptions()
-    ref = ObjectRef.of(svc, "v1", "Service", "service")
+    opts = opts or ServiceOptions()
+    ref = ObjectRef.of(svc, SERVICES, "service")
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
     if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation:
         return SourceResult()
@@ -133,7 +152,7 @@ class _Context:
         nodes: Mapping[str, Obj],
         slices: Sequence[Obj],
         pods: Mapping[str, Obj],
-        opts: SourceOptions,
+        opts: ServiceOptions,
     ) -> None:
         self.svc, self.ref, self.parsed = svc, ref, parsed
         self.nodes, self.slices, self.pods, self.opts = nodes, slices, pods, opts
@@ -333,3 +352,55 @@ def _pod_ready(pod: Obj) -> bool:
         get_str(c, "type") == "Ready" and get_str(c, "status") == "True"
         for c in get_list(pod, "status", "conditions")
     )
+
+
+FLAGS = FlagGroup(
+    "service",
+    "service source (--source=service)",
+    ServiceOptions,
+    (
+        Flag(
+            "publish_internal",
+            "publish ClusterIP services too",
+            switch=True,
+            flag="publish-internal-services",
+            external_dns="--publish-internal-services",
+        ),
+    ),
+)
+
+
+class ServiceTranslator(Translator):
+    """The service kind in one watcher: each Service is registered in a `ServiceInputs` with what it reads,
+    so a Node, EndpointSlice or Pod change re-translates exactly the Services that read it."""
+
+    def __init__(self, context: SourceContext[ServiceOptions]) -> None:
+        self.options = context.options
+        self.cache = context.cache
+        self.inputs = ServiceInputs()
+        self._related = {
+            ENDPOINT_SLICES: self.inputs.set_slice,
+            PODS: self.inputs.set_pod,
+            NODES: self.inputs.set_node,
+        }
+
+    def translate(self, key: str, obj: dict[str, Any] | None) -> SourceResult | None:
+        if obj is None:
+            self.inputs.unregister(key)
+            return None
+        self.inputs.register(key, obj, service_dependencies(obj, self.options))
+        return service_endpoints(
+            obj,
+            nodes=self.cache(NODES),
+            slices=self.inputs.slices_for(key),
+            pods=self.inputs.pods_for(key),
+            opts=self.options,
+        )
+
+    def related(
+        self, resource: Resource, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> Iterable[str]:
+        return self._related[resource](key, old, new)
+
+
+KIND = SourceKind("service", SERVICES, ServiceTranslator, related=(ENDPOINT_SLICES, PODS, NODES), flags=FLAGS)

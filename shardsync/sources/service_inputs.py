@@ -1,10 +1,10 @@
 """The objects a Service's endpoints are computed from, indexed both ways (pure, no I/O).
 
 A Service's endpoints may read Nodes, its EndpointSlices and the Pods its selector matches
-(`service_dependencies`). The watcher registers each Service with what it reads; then an event on a Node,
-EndpointSlice or Pod names the Services to re-translate without scanning every Service, and a translation
-gets only its own slices and candidate pods without scanning every Pod. A full (re)list therefore costs
-O(objects), never O(services * pods).
+(`service_dependencies`, which answers a `ServiceDependencies`). The service kind's translator registers
+each Service with what it reads; then an event on a Node, EndpointSlice or Pod names the Services to
+re-translate without scanning every Service, and a translation gets only its own slices and candidate pods
+without scanning every Pod. A full (re)list therefore costs O(objects), never O(services * pods).
 
 Keys are the informer cache keys: `namespace/name` for Services, EndpointSlices and Pods, `name` for Nodes.
 """
@@ -16,15 +16,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import get_list, get_str_map
+from shardsync.objects import get_list, get_str, get_str_map
 from shardsync.selectors import Selector, selector_from_labels
-from shardsync.sources.service import ServiceDependencies, slice_service
 
 Obj = Mapping[str, Any]
 # (namespace, label key, label value); ("ns", "", "") stands for "every pod of the namespace".
 LabelSlot = tuple[str, str, str]
 
 _EMPTY: dict[str, Obj] = {}
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # EndpointSlice → its Service (discovery.k8s.io/v1)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceDependencies:
+    """Which other objects can change a Service's endpoints (all False: only the Service itself)."""
+
+    nodes: bool = False  # any Node (NodePort; headless with endpoints-type NodeExternalIP)
+    endpoint_slices: bool = False  # EndpointSlices labelled kubernetes.io/service-name=<name>, same namespace
+    pods: bool = False  # Pods of the namespace that spec.selector matches
+
+
+def slice_service(endpoint_slice: Obj) -> tuple[str, str] | None:
+    """(namespace, service name) an EndpointSlice belongs to, or None."""
+    name = get_str_map(endpoint_slice, "metadata", "labels").get(SERVICE_NAME_LABEL)
+    if not name:
+        return None
+    return get_str(endpoint_slice, "metadata", "namespace"), name
 
 
 @dataclass(frozen=True, slots=True)

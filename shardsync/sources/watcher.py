@@ -1,32 +1,35 @@
-"""Keeps the desired endpoints in step with the cluster: list+watch the source objects, re-translate only what
-an event affects, and tell the caller which zones that changed.
+"""Keeps the desired endpoints in step with the cluster: list+watch what the chosen source kinds read,
+re-translate only what an event affects, and tell the caller which zones that changed.
 
-One Informer per resource: Services, EndpointSlices, Pods and Nodes for the service source, Ingresses for
-the ingress source, DNSEndpoints for the crd source; namespaced list calls when
---namespace is set. An event marks source objects pending: the object itself, or the Services a Node,
-EndpointSlice or Pod feeds (`ServiceInputs`). One task re-translates the pending objects, applies the
-object, domain and record-type filters, stores the result in the DesiredIndex under
-`<kind>/<namespace>/<name>` (the endpoints' `resource` label) and calls `on_dirty(zones)` with the zones
-whose desired endpoints changed.
+The watcher knows no kind: each is a line of the source table (`sources.table`; what a line says:
+`sources.kind`). One Informer per resource a chosen kind watches (one for all the kinds that read it);
+namespaced list calls when --namespace is set. An event on a kind's own object marks that object pending;
+an event on a related object marks the objects the kind's translator says it feeds (`Translator.related`:
+the Services a Node, EndpointSlice or Pod feeds). One task translates the pending objects through their
+kind's translator, applies the object, domain and record-type filters, stores the result in the
+DesiredIndex under `<kind>/<namespace>/<name>` and calls `on_dirty(zones)` with the zones whose desired
+endpoints changed.
 
-Nothing of a source is translated before every informer it reads has listed once, so the first translation
-sees full caches and each object is translated once however large the initial list. A source whose
-informers have not listed (the DNSEndpoint CRD not installed) holds up only itself; `synced` is set once
-every source has listed and been translated.
+Nothing of a kind is translated before every informer it reads has listed once, so the first translation
+sees full caches and each object is translated once however large the initial list. A kind whose resources
+are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff and
+saying once what to install, and holds up only itself; `synced` is set once every kind has listed and been
+translated.
 
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
 first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
-(those Events and a DNSEndpoint's status.observedGeneration, through the status subresource) is left to the
-replica for which `write_status()` is true, so N replicas do not post N copies; a problem first seen while
-this replica was not the writer is not posted later. A new writer calls `request_status_sweep()` (or waits
-for the periodic sweep) to catch up on statuses.
+(those Events, and what a kind writes itself: the crd kind's DNSEndpoint statuses, sources.status) is left
+to the replica for which `write_status()` is true, so N replicas do not post N copies; a problem first seen
+while this replica was not the writer is not posted later. A new writer calls `request_status_sweep()` (or
+waits for the periodic sweep) to catch up on statuses.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -34,41 +37,21 @@ import anyio.lowlevel
 from prometheus_client import Counter, Gauge
 
 from shardsync.backoff import Backoff
-from shardsync.config import Settings
 from shardsync.desired import DesiredIndex
+from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import Endpoint
 from shardsync.events import EventRecorder
-from shardsync.events import ObjectRef as EventRef
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
-from shardsync.manifests import CRD_FILE, CRD_NAME
-from shardsync.objects import Resource, get
-from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints, observed_generation_to_write
-from shardsync.sources.filters import DomainFilter, ObjectFilter, RecordTypeFilter, filter_endpoints
-from shardsync.sources.ingress import INGRESSES, ingress_endpoints
-from shardsync.sources.options import SourceOptions
-from shardsync.sources.result import Problem, SourceResult
-from shardsync.sources.service import (
-    ENDPOINT_SLICES,
-    NODES,
-    PODS,
-    SERVICES,
-    service_dependencies,
-    service_endpoints,
-)
-from shardsync.sources.service_inputs import ServiceInputs
+from shardsync.notify import Notifier
+from shardsync.objects import Obj, Resource
+from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
+from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.result import Problem
+from shardsync.sources.table import SOURCES
 
 log = get_logger(__name__)
-
-SERVICE, INGRESS, CRD = "service", "ingress", "crd"
-SOURCES = (SERVICE, INGRESS, CRD)
-# What each source lists and watches (its own objects first).
-SOURCE_RESOURCES: dict[str, tuple[Resource, ...]] = {
-    SERVICE: (SERVICES, ENDPOINT_SLICES, PODS, NODES),
-    INGRESS: (INGRESSES,),
-    CRD: (DNS_ENDPOINTS,),
-}
 
 # The Event reason of a problem found in a source object.
 INVALID_REASON = "InvalidEndpoint"
@@ -83,50 +66,34 @@ INVALID_ENDPOINTS = Counter(
     ["kind"],
 )
 CRD_MISSING = Gauge(
-    "shardsync_source_crd_missing", "1 while the DNSEndpoint CRD is not installed and the crd source waits"
+    "shardsync_source_crd_missing",
+    "Source resources whose CRD is not installed, so their kind waits (1: the crd source's DNSEndpoint CRD)",
 )
-STATUS_WRITES = Counter(
-    "shardsync_source_status_writes_total",
-    "DNSEndpoint status.observedGeneration writes, by result",
-    ["result"],
-)
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
 class WatchOptions:
-    """What the watcher reads and keeps; `from_settings` maps the flags of `shardsync run`."""
+    """What the watcher reads and keeps; shardsync.replica builds it from the flags of `shardsync run`."""
 
-    sources: tuple[str, ...] = (SERVICE,)
+    sources: tuple[str, ...] = ("service",)  # names of the source table
     namespace: str = ""  # "" reads every namespace
     objects: ObjectFilter = field(default_factory=ObjectFilter)
     domains: DomainFilter = field(default_factory=DomainFilter)
     record_types: RecordTypeFilter = field(default_factory=RecordTypeFilter)
-    translation: SourceOptions = field(default_factory=SourceOptions)
+    source_options: Mapping[str, Any] = field(default_factory=dict)  # a kind's options (else its defaults)
     watch_timeout: int = 60  # seconds one watch request lasts before it is renewed
     status_resync: float = 30.0  # how often DNSEndpoints with a lagging status are looked for
-    max_backoff: float = 30.0  # longest wait between probes for the CRD and between status write retries
+    max_backoff: float = 30.0  # longest wait between probes for a CRD and between status write retries
 
-    def __post_init__(self) -> None:
-        unknown = sorted(set(self.sources) - set(SOURCES))
-        if unknown:
-            raise ValueError(f"unknown source {', '.join(unknown)} (choose from {', '.join(SOURCES)})")
 
-    @classmethod
-    def from_settings(cls, s: Settings) -> WatchOptions:
-        """Raises ValueError (SelectorError, re.error) on a bad filter: a configuration error."""
-        return cls(
-            sources=tuple(dict.fromkeys(s.sources)),
-            namespace=s.namespace,
-            objects=ObjectFilter.parse(s.namespace, s.label_filter, s.annotation_filter),
-            domains=DomainFilter.parse(s.domain_filter, s.exclude_domains),
-            record_types=RecordTypeFilter.parse(s.managed_record_types),
-            translation=SourceOptions(
-                publish_internal=s.publish_internal_services,
-                ingress_class_names=frozenset(s.ingress_class),
-            ),
-        )
+@dataclass(slots=True)
+class _Source:
+    """One chosen kind in this watcher."""
+
+    kind: SourceKind[Any]
+    translator: Translator
+    pending: dict[str, None] = field(default_factory=dict)  # cache keys to translate (ordered)
+    ready: bool = False  # every informer it reads has listed
 
 
 def _count_error(exc: KubeError) -> None:
@@ -138,112 +105,81 @@ def _always() -> bool:
 
 
 class SourceWatcher:
-    """Watches the configured sources and keeps `desired` equal to their translation; see the module doc."""
+    """Watches the chosen sources and keeps `desired` equal to their translation; see the module doc."""
 
     def __init__(
         self,
         kube: Kube,
-        settings: Settings | WatchOptions,
+        options: WatchOptions,
         desired: DesiredIndex,
         on_dirty: Callable[[set[str]], None],
         events: EventRecorder | None = None,
         write_status: Callable[[], bool] = _always,
+        table: Mapping[str, SourceKind[Any]] = SOURCES,
     ) -> None:
+        unknown = sorted(set(options.sources) - set(table))
+        if unknown:
+            raise ValueError(f"unknown source {', '.join(unknown)} (choose from {', '.join(table)})")
         self.kube = kube
-        self.options = (
-            settings if isinstance(settings, WatchOptions) else WatchOptions.from_settings(settings)
-        )
+        self.options = options
         self.desired = desired
         self._on_dirty = on_dirty
         self._events = events
         self._write_status = write_status
         self.synced = anyio.Event()
-        self._inputs = ServiceInputs()
-        self._feeds: dict[str, list[Informer]] = {}  # source → every informer it reads
-        self._primary: dict[str, Informer] = {}  # source → the informer of its own objects
-        self._pending: dict[str, dict[str, None]] = {}  # source → cache keys to re-translate (ordered)
-        self._ready: set[str] = set()
-        self._wake = anyio.Event()
+        self._sources: dict[str, _Source] = {}
+        self._informers: dict[Resource, Informer] = {}
+        self._readers: dict[Resource, list[_Source]] = {}  # resource → the kinds that read it
+        self._wake = Notifier()
         self._problems: dict[str, frozenset[Problem]] = {}  # desired key → problems last reported
-        self._translated_generation: dict[str, int] = {}  # DNSEndpoint cache key → generation translated
-        self._status_due: dict[str, None] = {}
-        self._status_wake = anyio.Event()
-        self._sweep_requested = False
         self._started = time.monotonic()
-        self._nodes: Informer | None = None
-        self._build()
+        for name in dict.fromkeys(options.sources):
+            self._add(table[name])
 
-    # -- informers ------------------------------------------------------------------------------------------
-
-    def _informer(
-        self,
-        source: str,
-        resource: Resource,
-        on_change: Callable[[str, Obj | None, Obj | None], None],
-    ) -> Informer:
-        informer = Informer(
-            self.kube,
-            resource,
-            namespace=self.options.namespace if resource.namespaced else "",
-            on_change=on_change,
-            on_error=_count_error,
-            watch_timeout=self.options.watch_timeout,
+    def _add(self, kind: SourceKind[Any]) -> None:
+        context = SourceContext(
+            options=self.options.source_options.get(kind.name, kind.default_options()),
+            cache=self._cache,
+            kube=self.kube,
+            may_write=self._write_status,
+            status_resync=self.options.status_resync,
+            max_backoff=self.options.max_backoff,
         )
-        self._feeds.setdefault(source, []).append(informer)
-        self._primary.setdefault(source, informer)
-        return informer
+        source = _Source(kind, kind.start(context))
+        self._sources[kind.name] = source
+        for resource in kind.watches:
+            self._readers.setdefault(resource, []).append(source)
+            if resource not in self._informers:
+                self._informers[resource] = Informer(
+                    self.kube,
+                    resource,
+                    namespace=self.options.namespace if resource.namespaced else "",
+                    on_change=partial(self._on_change, resource),
+                    on_error=_count_error,
+                    watch_timeout=self.options.watch_timeout,
+                )
 
-    def _build(self) -> None:
-        handlers: dict[Resource, Callable[[str, Obj | None, Obj | None], None]] = {
-            SERVICES: self._on_service,
-            ENDPOINT_SLICES: self._on_endpoint_slice,
-            PODS: self._on_pod,
-            NODES: self._on_node,
-            INGRESSES: self._on_ingress,
-            DNS_ENDPOINTS: self._on_dnsendpoint,
-        }
-        for source in self.options.sources:
-            self._pending[source] = {}
-            for resource in SOURCE_RESOURCES[source]:
-                informer = self._informer(source, resource, handlers[resource])
-                if resource is NODES:
-                    self._nodes = informer
+    def _cache(self, resource: Resource) -> Mapping[str, Obj]:
+        return self._informers[resource].cache
 
     @property
     def informers(self) -> dict[str, Informer]:
         """The informers by resource (`services`, `pods`, ...): their caches, for inspection."""
-        return {i.name: i for feed in self._feeds.values() for i in feed}
+        return {i.name: i for i in self._informers.values()}
 
     def unsynced(self) -> list[str]:
         """Resources not listed yet, for a readiness message (empty once every informer has listed)."""
-        return [i.name for feed in self._feeds.values() for i in feed if not i.synced.is_set()]
+        return [i.name for i in self._informers.values() if not i.synced.is_set()]
 
     # -- events (on the event loop, from the informers) ---------------------------------------------------
 
-    def _mark(self, source: str, key: str) -> None:
-        self._pending[source][key] = None
-        self._wake.set()
-
-    def _on_service(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        self._mark(SERVICE, key)
-
-    def _on_ingress(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        self._mark(INGRESS, key)
-
-    def _on_dnsendpoint(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        self._mark(CRD, key)
-
-    def _on_endpoint_slice(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        for svc in self._inputs.set_slice(key, old, new):
-            self._mark(SERVICE, svc)
-
-    def _on_pod(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        for svc in self._inputs.set_pod(key, old, new):
-            self._mark(SERVICE, svc)
-
-    def _on_node(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        for svc in self._inputs.set_node(key, old, new):
-            self._mark(SERVICE, svc)
+    def _on_change(self, resource: Resource, key: str, old: Obj | None, new: Obj | None) -> None:
+        for source in self._readers[resource]:
+            if resource == source.kind.resource:
+                source.pending[key] = None
+            else:
+                source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
+        self._wake.notify()
 
     # -- running --------------------------------------------------------------------------------------------
 
@@ -251,62 +187,69 @@ class SourceWatcher:
         """Watch and translate until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
-            for source, feed in self._feeds.items():
-                tg.start_soon(self._await_listed, source, feed)
-                for informer in feed:
-                    if source == CRD:
-                        tg.start_soon(self._run_dnsendpoints, informer)
-                    else:
-                        tg.start_soon(informer.run)
-            if CRD in self._feeds:
-                tg.start_soon(self._status_loop)
+            for resource, informer in self._informers.items():
+                waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
+                if waiting:
+                    tg.start_soon(self._run_when_served, informer, waiting)
+                else:
+                    tg.start_soon(informer.run)
+            for source in self._sources.values():
+                tg.start_soon(self._await_listed, source)
+                tg.start_soon(source.translator.run)
 
-    async def _await_listed(self, source: str, feed: list[Informer]) -> None:
-        for informer in feed:
-            await informer.synced.wait()
-        self._ready.add(source)
-        self._wake.set()
+    async def _await_listed(self, source: _Source) -> None:
+        for resource in source.kind.watches:
+            await self._informers[resource].synced.wait()
+        source.ready = True
+        self._wake.notify()
 
-    async def _run_dnsendpoints(self, informer: Informer) -> None:
-        """Wait for the DNSEndpoint CRD (probing with backoff, one error logged), then run the informer."""
+    async def _run_when_served(self, informer: Informer, kinds: list[SourceKind[Any]]) -> None:
+        """Wait until the API serves the informer's resource (probing with backoff, one error logged), then
+        run the informer."""
+        notice: CrdNotice | None = kinds[0].crd
+        assert notice is not None
+        names = ",".join(kind.name for kind in kinds)
         backoff = Backoff(initial=0.5, maximum=self.options.max_backoff)
         missing = False
-        while True:
-            try:
-                await self.kube.list(DNS_ENDPOINTS, namespace=self.options.namespace, limit=1)
-                break
-            except KubeError as exc:
-                SOURCE_ERRORS.inc()
-                if exc.not_found and not missing:
-                    missing = True
-                    CRD_MISSING.set(1)
-                    log.error(
-                        "DNSEndpoint CRD not installed; the crd source waits for it, the others run",
-                        crd=CRD_NAME,
-                        manifest=f"shardsync/manifests/{CRD_FILE}",
-                    )
-                elif not exc.not_found:
-                    log.warning("listing dnsendpoints failed", status=exc.status, reason=exc.reason)
-                await anyio.sleep(backoff.next())
+        try:
+            while True:
+                try:
+                    await self.kube.list(informer.resource, namespace=informer.namespace, limit=1)
+                    break
+                except KubeError as exc:
+                    SOURCE_ERRORS.inc()
+                    if exc.not_found and not missing:
+                        missing = True
+                        CRD_MISSING.inc()
+                        log.error(
+                            f"{notice.what} not installed; the {names} source waits for it, the others run",
+                            crd=notice.crd,
+                            manifest=notice.manifest,
+                        )
+                    elif not exc.not_found:
+                        log.warning(f"listing {informer.name} failed", status=exc.status, reason=exc.reason)
+                    await anyio.sleep(backoff.next())
+        finally:
+            if missing:
+                CRD_MISSING.dec()
         if missing:
-            CRD_MISSING.set(0)
-            log.info("DNSEndpoint CRD found; crd source starting", crd=CRD_NAME)
+            log.info(f"{notice.what} found; {names} source starting", crd=notice.crd)
         await informer.run()
 
     async def _translate_loop(self) -> None:
         while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
+            ticket = self._wake.ticket()  # before looking at what is pending: no mark is missed
             await self.flush()
+            await self._wake.wait(ticket)
 
     async def flush(self) -> None:
-        """Re-translate every pending object of the listed sources, then report the zones touched."""
+        """Translate every pending object of the listed kinds, then report the zones touched."""
         touched: set[str] = set()
         done = 0
-        for source in self.options.sources:
-            if source not in self._ready or not self._pending[source]:
+        for source in self._sources.values():
+            if not source.ready or not source.pending:
                 continue
-            batch, self._pending[source] = self._pending[source], {}
+            batch, source.pending = source.pending, {}
             for key in batch:
                 touched |= self._translate(source, key)
                 done += 1
@@ -314,67 +257,31 @@ class SourceWatcher:
                     await anyio.lowlevel.checkpoint()
         if touched:
             self._on_dirty(touched)
-        if (
-            not self.synced.is_set()
-            and len(self._ready) == len(self._pending)
-            and not any(self._pending.values())
-        ):
+        if not self.synced.is_set() and all(s.ready and not s.pending for s in self._sources.values()):
             self.synced.set()
             log.info(
                 "sources synced",
-                sources=",".join(self.options.sources),
-                objects=sum(len(self._primary[s].cache) for s in self.options.sources),
+                sources=",".join(self._sources),
+                objects=sum(len(self._cache(s.kind.resource)) for s in self._sources.values()),
                 endpoints=len(self.desired),
                 seconds=f"{time.monotonic() - self._started:.3f}",
             )
 
     # -- one object ------------------------------------------------------------------------------------------
 
-    def _translate(self, source: str, key: str) -> set[str]:
+    def _translate(self, source: _Source, key: str) -> set[str]:
         """Translate one object (gone or filtered out: no endpoints); returns the zones that changed."""
-        obj = self._primary[source].cache.get(key)
-        result: SourceResult | None = None
+        kind = source.kind
+        obj = self._cache(kind.resource).get(key)
         if obj is not None and not self.options.objects.matches(obj):
             obj = None
-        if source == SERVICE:
-            result = self._translate_service(key, obj)
-        elif obj is not None and source == INGRESS:
-            result = ingress_endpoints(obj, self.options.translation)
-        elif source == CRD:
-            result = self._translate_dnsendpoint(key, obj)
-        desired_key = f"{source}/{key}"
+        result = source.translator.translate(key, obj)
+        desired_key = f"{kind.name}/{key}"
         endpoints: list[Endpoint] = []
         if result is not None:
             endpoints = filter_endpoints(result.endpoints, self.options.domains, self.options.record_types)
-        self._report(source, desired_key, result.problems if result is not None else [])
+        self._report(kind.name, desired_key, result.problems if result is not None else [])
         return self.desired.set_object(desired_key, endpoints)
-
-    def _translate_service(self, key: str, svc: Obj | None) -> SourceResult | None:
-        if svc is None:
-            self._inputs.unregister(key)
-            return None
-        opts = self.options.translation
-        self._inputs.register(key, svc, service_dependencies(svc, opts))
-        return service_endpoints(
-            svc,
-            nodes=self._nodes.cache if self._nodes is not None else {},
-            slices=self._inputs.slices_for(key),
-            pods=self._inputs.pods_for(key),
-            opts=opts,
-        )
-
-    def _translate_dnsendpoint(self, key: str, obj: Obj | None) -> SourceResult | None:
-        if obj is None:
-            self._translated_generation.pop(key, None)
-            self._status_due.pop(key, None)
-            return None
-        generation = get(obj, "metadata", "generation")
-        if isinstance(generation, int):
-            self._translated_generation[key] = generation
-        if observed_generation_to_write(obj) is not None:
-            self._status_due[key] = None
-            self._status_wake.set()
-        return dnsendpoint_endpoints(obj)
 
     def _report(self, source: str, desired_key: str, problems: Iterable[Problem]) -> None:
         """Log, count and post (as Warning Events) the problems that were not there last time."""
@@ -390,67 +297,10 @@ class SourceWatcher:
             INVALID_ENDPOINTS.labels(source).inc()
             log.warning("invalid source object", object=p.ref.resource, field=p.field, problem=p.message)
             if post and self._events is not None:
-                ref = EventRef(
-                    kind=p.ref.kind,
-                    namespace=p.ref.namespace,
-                    name=p.ref.name,
-                    uid=p.ref.uid,
-                    api_version=p.ref.api_version,
-                )
-                self._events.record(ref, INVALID_REASON, f"{p.field}: {p.message}")
-
-    # -- DNSEndpoint status ---------------------------------------------------------------------------------
+                self._events.record(p.ref, INVALID_REASON, f"{p.field}: {p.message}")
 
     def request_status_sweep(self) -> None:
-        """Look for lagging DNSEndpoint statuses now (say, once this replica has become the writer)."""
-        self._sweep_requested = True
-        self._status_wake.set()
-
-    async def _status_loop(self) -> None:
-        backoff = Backoff(initial=0.2, maximum=self.options.max_backoff)
-        while True:
-            with anyio.move_on_after(self.options.status_resync) as timer:
-                await self._status_wake.wait()
-            self._status_wake = anyio.Event()
-            if not self._write_status():
-                # Not ours to write; whoever becomes the writer sweeps (or is asked to).
-                self._status_due.clear()
-                continue
-            if timer.cancelled_caught or self._sweep_requested:
-                self._sweep_requested = False
-                self._status_due.update(dict.fromkeys(self._translated_generation))
-            if await self._write_due():
-                backoff.reset()
-            else:
-                await anyio.sleep(backoff.next())
-                self._status_wake.set()
-
-    async def _write_due(self) -> bool:
-        """Write status.observedGeneration for every due DNSEndpoint; False if a write failed (kept due)."""
-        informer = self._primary[CRD]
-        ok = True
-        for key in list(self._status_due):
-            obj = informer.cache.get(key)
-            due = None if obj is None else observed_generation_to_write(obj)
-            if obj is None or due is None or due != self._translated_generation.get(key):
-                # Gone, already written, or a newer generation not translated yet (it will be queued then).
-                self._status_due.pop(key, None)
-                continue
-            namespace, _, name = key.partition("/")
-            try:
-                await self.kube.patch_status(
-                    DNS_ENDPOINTS, name, {"status": {"observedGeneration": due}}, namespace=namespace
-                )
-            except KubeError as exc:
-                if exc.not_found:
-                    self._status_due.pop(key, None)
-                    continue
-                ok = False
-                STATUS_WRITES.labels("error").inc()
-                log.warning(
-                    "writing dnsendpoint status failed", object=key, status=exc.status, reason=exc.reason
-                )
-                continue
-            self._status_due.pop(key, None)
-            STATUS_WRITES.labels("written").inc()
-        return ok
+        """Catch up on the writes to source objects (DNSEndpoint statuses) now, say once this replica has
+        become the writer."""
+        for source in self._sources.values():
+            source.translator.catch_up()

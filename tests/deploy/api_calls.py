@@ -8,7 +8,8 @@ over `shardsync/` (without `shardsync/local/`, the development tools that never 
   ...)`), which lists and then watches.
 A call on something named like a Kubernetes client (`kube`, `self.kube`, ...) whose resource cannot be
 resolved to a constant is an error: the scan would otherwise miss it. Resources that arrive as values (the
-source kinds' watches) are read from the table they come from (`table_access`).
+source kinds' watches, in the generic watcher) are read from the table they come from (`table_access`:
+`shardsync.sources.table`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from shardsync.objects import Resource
 PACKAGE = Path(__file__).resolve().parents[2] / "shardsync"
 EXCLUDED = (PACKAGE / "local",)
 # The plumbing that carries its caller's resource (counted at the caller), and the generic source watcher,
-# whose informers take the resources of the source table (counted by `table_access`).
+# whose informers (and the probes for a kind's CRD, a list) take the resources of the source table (counted
+# by `table_access`).
 PLUMBING = (PACKAGE / "kube.py", PACKAGE / "informer.py")
 TABLE_DRIVEN = (PACKAGE / "sources" / "watcher.py",)
+TABLE_VERBS = frozenset({"informer", "list"})
 
 # The kube verb → the RBAC verbs it needs.
 VERBS: dict[str, tuple[str, ...]] = {
@@ -149,8 +152,8 @@ def uses() -> list[Use]:
                         continue
                     target = node.args[0]
                 resource = _resolve(target, namespace)
-                if verb == "informer" and path in TABLE_DRIVEN and not isinstance(resource, Resource):
-                    continue
+                if verb in TABLE_VERBS and path in TABLE_DRIVEN and not isinstance(resource, Resource):
+                    continue  # a resource of the source table: counted by `table_access`
                 if not isinstance(resource, Resource):
                     raise LookupError(
                         f"{path}:{node.lineno}: {verb} of a resource that is not a module constant "
@@ -162,9 +165,9 @@ def uses() -> list[Use]:
 
 def table_access() -> set[Access]:
     """The resources that reach informers as values: each source kind's watches (list + watch each)."""
-    from shardsync.sources.watcher import SOURCE_RESOURCES
+    from shardsync.sources.table import SOURCES
 
-    return {a for resources in SOURCE_RESOURCES.values() for r in resources for a in _access(r, "informer")}
+    return {a for kind in SOURCES.values() for r in kind.watches for a in _access(r, "informer")}
 
 
 def _access(resource: Resource, verb: str) -> set[Access]:

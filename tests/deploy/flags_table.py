@@ -36,7 +36,8 @@ def _cell(text: str) -> str:
 
 
 def table() -> str:
-    """The Markdown table, one row per flag: the core flags, then each provider's, in declaration order."""
+    """The Markdown table, one row per flag: the core flags, then each provider's and each source kind's, in
+    declaration order."""
     rows = [
         "| flag | environment | default | external-dns | what it does |",
         "|---|---|---|---|---|",

@@ -21,7 +21,6 @@ from shardsync.providers.fake import FakeStore, Faults
 from shardsync.providers.fake_server import FakeServer
 from shardsync.providers.webhook import (
     MEDIA_TYPE,
-    DomainFilter,
     FencingUnsupportedError,
     WebhookProvider,
 )
@@ -147,20 +146,20 @@ async def test_allow_unfenced_keeps_tokens_locally(server: FakeServer, store: Fa
     assert [e.outcome for e in store.audit()] == ["ok"]
 
 
-def test_domain_filter_matching() -> None:
-    df = DomainFilter.from_json({"include": ["Example.com.", ".sub.org"], "exclude": ["int.example.com"]})
-    assert df.match("example.com") and df.match("a.example.com")
-    assert not df.match("a.int.example.com") and not df.match("badexample.com")
-    assert df.match("x.sub.org") and not df.match("sub.org")
-    assert df.zones() == ["example.com"]
-    regex = DomainFilter.from_json({"regexInclude": r"\.example\.com$", "regexExclude": "^int"})
-    assert regex.match("a.example.com") and not regex.match("int.example.com")
-    assert regex.zones() == []
-    assert DomainFilter.from_json({}).match("anything.at.all")
-
-
 def _canned(handler: httpx.MockTransport) -> WebhookProvider:
     return WebhookProvider("http://127.0.0.1:9", timeout=1, transport=handler)
+
+
+@pytest.mark.anyio
+async def test_a_bad_negotiated_domain_filter_is_a_provider_error() -> None:
+    answer = {"include": ["a.example"], "regexExclude": "("}
+    headers = {"Content-Type": MEDIA_TYPE}
+    bad = _canned(httpx.MockTransport(lambda r: httpx.Response(200, json=answer, headers=headers)))
+    try:
+        with pytest.raises(ProviderError, match="webhook negotiation: bad regular expression"):
+            await bad.zones()
+    finally:
+        await bad.close()
 
 
 @pytest.mark.anyio

@@ -7,6 +7,22 @@ from typing import Any
 ALPHA = "external-dns.alpha.kubernetes.io/"
 GA = "external-dns.kubernetes.io/"
 CREATED = "2024-05-01T10:00:00Z"
+# external-dns annotation names (after the prefix), and two that are not, for property tests.
+ANNOTATION_NAMES = (
+    "hostname",
+    "internal-hostname",
+    "target",
+    "ttl",
+    "controller",
+    "set-identifier",
+    "access",
+    "endpoints-type",
+    "ingress-hostname-source",
+    "alias",
+    "aws-x",
+    "cloudflare-proxied",
+    "other",
+)
 
 
 def meta(

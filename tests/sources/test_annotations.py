@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from shardsync.sources import annotations as ann
 
-from .objects import ALPHA, GA
+from .objects import ALPHA, ANNOTATION_NAMES, GA
 
 
 @pytest.mark.parametrize("prefix", [ALPHA, GA])
@@ -185,23 +185,7 @@ def test_with_both_prefixes_mirrors_resolved_values() -> None:
     assert out == {ALPHA + "hostname": "new", GA + "hostname": "new", "x": "1"}
 
 
-NAMES = st.sampled_from(
-    [
-        "hostname",
-        "internal-hostname",
-        "target",
-        "ttl",
-        "controller",
-        "set-identifier",
-        "access",
-        "endpoints-type",
-        "ingress-hostname-source",
-        "alias",
-        "aws-x",
-        "cloudflare-proxied",
-        "other",
-    ]
-)
+NAMES = st.sampled_from(ANNOTATION_NAMES)
 KEYS = st.one_of(st.builds(lambda p, n: p + n, st.sampled_from([ALPHA, GA]), NAMES), st.text(max_size=30))
 VALUES = st.one_of(
     st.text(max_size=40),

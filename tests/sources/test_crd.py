@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
-from shardsync.sources.crd import dnsendpoint_endpoints, observed_generation_to_write
+from shardsync.sources.crd import dnsendpoint_endpoints
+from shardsync.sources.status import observed_generation_to_write
 
 from .objects import CREATED, dnsendpoint, records
 

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
-from shardsync.sources.ingress import ingress_endpoints
-from shardsync.sources.options import SourceOptions
+from shardsync.sources.ingress import IngressOptions, ingress_endpoints
 
 from .objects import ALPHA, CREATED, GA, ingress, records
 
@@ -44,13 +43,13 @@ def test_rules_tls_and_annotation_hosts() -> None:
 @pytest.mark.parametrize(
     ("opts", "want"),
     [
-        (SourceOptions(), {"a.example.com", "b.example.com", "c.example.com"}),
-        (SourceOptions(ignore_ingress_rules_spec=True), {"b.example.com", "c.example.com"}),
-        (SourceOptions(ignore_ingress_tls_spec=True), {"a.example.com", "c.example.com"}),
-        (SourceOptions(ignore_hostname_annotation=True), {"a.example.com", "b.example.com"}),
+        (IngressOptions(), {"a.example.com", "b.example.com", "c.example.com"}),
+        (IngressOptions(ignore_ingress_rules_spec=True), {"b.example.com", "c.example.com"}),
+        (IngressOptions(ignore_ingress_tls_spec=True), {"a.example.com", "c.example.com"}),
+        (IngressOptions(ignore_hostname_annotation=True), {"a.example.com", "b.example.com"}),
     ],
 )
-def test_ignore_flags(opts: SourceOptions, want: set[str]) -> None:
+def test_ignore_flags(opts: IngressOptions, want: set[str]) -> None:
     ing = ingress(
         rules=["a.example.com"],
         tls=[["b.example.com"]],
@@ -117,7 +116,7 @@ def test_ttl_set_identifier_provider_specific() -> None:
 def test_ingress_class_filter(class_name: str | None, legacy: str | None, published: bool) -> None:
     ann = {"kubernetes.io/ingress.class": legacy} if legacy is not None else {}
     ing = ingress(rules=["a.example.com"], annotations=ann, lb=LB, class_name=class_name)
-    opts = SourceOptions(ingress_class_names=frozenset({"nginx", "internal"}))
+    opts = IngressOptions(ingress_class_names=("nginx", "internal"))
     assert bool(ingress_endpoints(ing, opts).endpoints) is published
     assert ingress_endpoints(ing).endpoints  # no --ingress-class: every class
 

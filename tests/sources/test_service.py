@@ -5,17 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
-from shardsync.sources.options import SourceOptions
-from shardsync.sources.service import (
-    ServiceDependencies,
-    service_dependencies,
-    service_endpoints,
-    slice_service,
-)
+from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints
+from shardsync.sources.service_inputs import ServiceDependencies, slice_service
 
 from .objects import ALPHA, CREATED, GA, endpoint_slice, node, pod, records, service
 
@@ -113,7 +106,7 @@ def test_ttl_set_identifier_and_provider_specific_apply_to_all_records() -> None
     ],
 )
 def test_cluster_ip(publish_internal: bool, ann: dict[str, str], want: set[Any]) -> None:
-    opts = SourceOptions(publish_internal=publish_internal)
+    opts = ServiceOptions(publish_internal=publish_internal)
     assert records(service_endpoints(service(type_="ClusterIP", annotations=ann), opts=opts)) == want
 
 
@@ -246,13 +239,13 @@ def test_headless_one_record_with_all_pods_plus_one_per_pod_hostname() -> None:
 @pytest.mark.parametrize(
     ("spec", "opts", "want"),
     [
-        ({}, SourceOptions(), ("172.16.0.1",)),
-        ({"publishNotReadyAddresses": True}, SourceOptions(), ("172.16.0.1", "172.16.0.5")),
-        ({}, SourceOptions(always_publish_not_ready_addresses=True), ("172.16.0.1", "172.16.0.5")),
+        ({}, ServiceOptions(), ("172.16.0.1",)),
+        ({"publishNotReadyAddresses": True}, ServiceOptions(), ("172.16.0.1", "172.16.0.5")),
+        ({}, ServiceOptions(always_publish_not_ready_addresses=True), ("172.16.0.1", "172.16.0.5")),
     ],
 )
 def test_headless_not_ready_endpoints(
-    spec: dict[str, Any], opts: SourceOptions, want: tuple[str, ...]
+    spec: dict[str, Any], opts: ServiceOptions, want: tuple[str, ...]
 ) -> None:
     slices = [endpoint_slice("web", [("172.16.0.1", "web-0", True), ("172.16.0.5", "web-1", False)])]
     result = service_endpoints(headless(**spec), slices=slices, pods=HEADLESS_PODS, opts=opts)
@@ -261,8 +254,8 @@ def test_headless_not_ready_endpoints(
 
 def test_headless_host_ip() -> None:
     for svc, opts in [
-        (headless({GA + "endpoints-type": "HostIP"}), SourceOptions()),
-        (headless(), SourceOptions(publish_host_ip=True)),
+        (headless({GA + "endpoints-type": "HostIP"}), ServiceOptions()),
+        (headless(), ServiceOptions(publish_host_ip=True)),
     ]:
         result = service_endpoints(svc, slices=HEADLESS_SLICES, pods=HEADLESS_PODS, opts=opts)
         assert ("web.example.com", "A", ("10.0.0.1", "10.0.0.2")) in records(result)
@@ -272,14 +265,14 @@ def test_headless_host_ip() -> None:
 @pytest.mark.parametrize(
     ("opts", "want"),
     [
-        (SourceOptions(), {("A", ("203.0.113.1", "203.0.113.2"))}),
+        (ServiceOptions(), {("A", ("203.0.113.1", "203.0.113.2"))}),
         (
-            SourceOptions(expose_internal_ipv6=True),
+            ServiceOptions(expose_internal_ipv6=True),
             {("A", ("203.0.113.1", "203.0.113.2")), ("AAAA", ("fd00::1",))},
         ),
     ],
 )
-def test_headless_node_external_ip(opts: SourceOptions, want: set[Any]) -> None:
+def test_headless_node_external_ip(opts: ServiceOptions, want: set[Any]) -> None:
     svc = headless({ALPHA + "endpoints-type": "NodeExternalIP"})
     result = service_endpoints(svc, nodes=NODES, slices=HEADLESS_SLICES, pods=HEADLESS_PODS, opts=opts)
     assert {(t, targets) for name, t, targets in records(result) if name == "web.example.com"} == want
@@ -359,15 +352,15 @@ def test_controller_annotation(controller: str, published: bool) -> None:
 
 def test_service_type_filter_and_ignore_hostname_annotation() -> None:
     svc = service(annotations={**HOST, GA + "ttl": "bogus"}, lb=[{"ip": "1.2.3.4"}])
-    assert service_endpoints(svc, opts=SourceOptions(service_types=frozenset({"NodePort"}))).endpoints == []
-    assert service_endpoints(svc, opts=SourceOptions(service_types=frozenset({"LoadBalancer"}))).endpoints
-    ignored = service_endpoints(svc, opts=SourceOptions(ignore_hostname_annotation=True))
+    assert service_endpoints(svc, opts=ServiceOptions(service_types=frozenset({"NodePort"}))).endpoints == []
+    assert service_endpoints(svc, opts=ServiceOptions(service_types=frozenset({"LoadBalancer"}))).endpoints
+    ignored = service_endpoints(svc, opts=ServiceOptions(ignore_hostname_annotation=True))
     assert ignored.endpoints == [] and ignored.problems == []
 
 
 def test_unknown_service_type_filter_is_a_configuration_error() -> None:
     with pytest.raises(ValueError):
-        SourceOptions(service_types=frozenset({"Headless"}))
+        ServiceOptions(service_types=frozenset({"Headless"}))
 
 
 def test_invalid_hostname_is_reported_and_others_kept() -> None:
@@ -405,97 +398,9 @@ def test_no_hostname_no_endpoints() -> None:
     ],
 )
 def test_dependencies(svc: dict[str, Any], want: ServiceDependencies) -> None:
-    assert service_dependencies(svc, SourceOptions()) == want
+    assert service_dependencies(svc, ServiceOptions()) == want
 
 
 def test_slice_service() -> None:
     assert slice_service(endpoint_slice("web", [], namespace="prod")) == ("prod", "web")
     assert slice_service({"metadata": {"name": "x"}}) is None
-
-
-# --- properties ------------------------------------------------------------------------------------------
-
-ANN_NAMES = [
-    "hostname",
-    "internal-hostname",
-    "target",
-    "ttl",
-    "controller",
-    "set-identifier",
-    "access",
-    "endpoints-type",
-    "alias",
-    "aws-x",
-]
-ANN_VALUES = st.one_of(
-    st.text(max_size=30),
-    st.sampled_from(
-        [
-            "web.example.com",
-            "a.example.com,b.example.com",
-            "*.example.com",
-            "1m",
-            "-5",
-            "1.2.3.4",
-            "::1",
-            "public",
-            "private",
-            "HostIP",
-            "NodeExternalIP",
-            "dns-controller",
-            "x..example.com",
-            "",
-        ]
-    ),
-)
-ANNOTATIONS = st.dictionaries(
-    st.builds(lambda p, n: p + n, st.sampled_from([ALPHA, GA]), st.sampled_from(ANN_NAMES)),
-    ANN_VALUES,
-    max_size=6,
-)
-ANYTHING = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=8,
-)
-ADDRESS = st.sampled_from(
-    ["1.2.3.4", "10.0.0.1", "fd00::1", "lb.example.net", "", "not an address", "::ffff:1.2.3.4"]
-)
-
-
-@st.composite
-def services(draw: st.DrawFn) -> dict[str, Any]:
-    svc = service(
-        type_=draw(st.sampled_from(["LoadBalancer", "ClusterIP", "NodePort", "ExternalName", "Weird"])),
-        annotations=draw(ANNOTATIONS),
-        cluster_ip=draw(st.sampled_from(["None", "10.96.0.1", ""])),
-        lb=draw(
-            st.lists(st.fixed_dictionaries({}, optional={"ip": ADDRESS, "hostname": ADDRESS}), max_size=3)
-        ),
-        externalIPs=draw(st.lists(ADDRESS, max_size=2)),
-        externalName=draw(ADDRESS),
-        externalTrafficPolicy=draw(st.sampled_from(["Cluster", "Local"])),
-        publishNotReadyAddresses=draw(st.booleans()),
-        ports=draw(
-            st.lists(st.fixed_dictionaries({"nodePort": st.integers(-1, 65535) | ANYTHING}), max_size=2)
-        ),
-    )
-    if draw(st.booleans()):
-        # Garbage where structure is expected must not crash the translation either.
-        svc[draw(st.sampled_from(["spec", "status", "metadata"]))] = draw(ANYTHING)
-    return svc
-
-
-@settings(max_examples=300, deadline=None)
-@given(services(), st.booleans(), st.booleans())
-def test_any_service_translates_without_exception(svc: dict[str, Any], internal: bool, host_ip: bool) -> None:
-    opts = SourceOptions(publish_internal=internal, publish_host_ip=host_ip)
-    pods = {f"default/{p}": pod(p, hostname=p, node_name=n) for p, n in [("web-0", "n1"), ("web-1", "gone")]}
-    slices = [endpoint_slice("web", [("172.16.0.1", "web-0", True), ("fd00::2", "web-1", None)])]
-    result = service_endpoints(svc, nodes=NODES, slices=slices, pods=pods, opts=opts)
-    for ep in result.endpoints:
-        ep.validate()
-        assert ep.labels[RESOURCE_LABEL].startswith("service/")
-    keys = [ep.key for ep in result.endpoints]
-    assert keys == sorted(set(keys))
-    service_dependencies(svc, opts)

@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardsync.selectors import selector_from_labels
-from shardsync.sources.service import ServiceDependencies
-from shardsync.sources.service_inputs import ServiceInputs
+from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs
 
 NODES = ServiceDependencies(nodes=True)
 HEADLESS = ServiceDependencies(endpoint_slices=True, pods=True)

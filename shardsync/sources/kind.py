@@ -1,0 +1,110 @@
+"""What a source kind is: the description each kind's module gives of itself, for the one table of kinds.
+
+A `SourceKind` names its `--source` value, the resources it watches (its own objects first, then the
+related objects its translation reads), its flags (a FlagGroup filling its own options value), what to say
+when its resources are not served (a CRD not installed), and how one watcher translates its objects:
+`start(context)` gives that watcher's `Translator`, which holds whatever state the kind keeps between
+events (an index of which owners a related object feeds, a status writer). The generic watcher
+(`sources.watcher`) runs informers for the resources, calls `Translator.related` on a related object's
+change to learn which of the kind's own objects to re-translate, and `Translator.translate` on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from shardsync.flags import FlagGroup
+from shardsync.kube import Kube
+from shardsync.objects import Obj, Resource
+from shardsync.sources.result import SourceResult
+
+OptionsT = TypeVar("OptionsT")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceContext(Generic[OptionsT]):
+    """What one watcher gives the translator of one kind."""
+
+    options: OptionsT  # the kind's own options (its FlagGroup's value; None for a kind without flags)
+    cache: Callable[[Resource], Mapping[str, Obj]]  # the current cache of a resource the kind watches
+    kube: Kube  # for writes to the kind's own objects (a status)
+    may_write: Callable[[], bool]  # whether this replica writes to source objects now
+    status_resync: float = 30.0  # how often lagging statuses are looked for
+    max_backoff: float = 30.0  # the longest wait between two retries of a failed write
+
+
+class Translator:
+    """One watcher's translation of one kind's objects. `translate` is the one method a kind must give."""
+
+    def translate(self, key: str, obj: Obj | None) -> SourceResult | None:
+        """The endpoints of the kind's object at cache key `key`; `obj` is None when it is gone or the
+        object filters leave it out (drop what is kept about it). None: no endpoints."""
+        raise NotImplementedError
+
+    def related(self, resource: Resource, key: str, old: Obj | None, new: Obj | None) -> Iterable[str]:
+        """A related object changed (`old` None: added, `new` None: deleted): the cache keys of the kind's
+        own objects to translate again."""
+        return ()
+
+    async def run(self) -> None:
+        """Background work of the kind, if any (writing statuses); runs as long as the watcher."""
+        return None
+
+    def catch_up(self) -> None:
+        """This replica has just become the one that writes to source objects: look for lagging writes."""
+        return None
+
+
+class Pure(Translator):
+    """A kind whose translation reads nothing but the object and the kind's options."""
+
+    def __init__(self, translate: Callable[[Obj, OptionsT], SourceResult], options: OptionsT) -> None:
+        self._translate = translate
+        self._options = options
+
+    def translate(self, key: str, obj: Obj | None) -> SourceResult | None:
+        return None if obj is None else self._translate(obj, self._options)
+
+
+def pure(
+    translate: Callable[[Obj, OptionsT], SourceResult],
+) -> Callable[[SourceContext[OptionsT]], Translator]:
+    """The `start` of a kind whose translation is the function `translate(object, options)`."""
+    return lambda context: Pure(translate, context.options)
+
+
+@dataclass(frozen=True, slots=True)
+class CrdNotice:
+    """A kind whose resources come from CustomResourceDefinitions: its informers start once the API serves
+    them; until then the kind waits (the others run) and the log says what to install."""
+
+    what: str  # "DNSEndpoint CRD", in the log line "<what> not installed; the <kind> source waits for it"
+    crd: str  # the CRD's name
+    manifest: str  # where its manifest is
+
+
+@dataclass(frozen=True, slots=True)
+class SourceKind(Generic[OptionsT]):
+    """One source kind: one line of `sources.table.SOURCES` (see the module docstring)."""
+
+    name: str  # the value of --source; the kind's key in the desired index and its metric label
+    resource: Resource  # its own objects: Events name this kind and apiVersion
+    start: Callable[[SourceContext[OptionsT]], Translator]
+    related: tuple[Resource, ...] = ()  # other objects its translation reads
+    flags: FlagGroup[OptionsT] | None = None  # its own flags; several kinds may share one group
+    label: str = ""  # the kind in external-dns's `resource` label (default: `name`)
+    crd: CrdNotice | None = None
+
+    @property
+    def watches(self) -> tuple[Resource, ...]:
+        """Every resource the kind lists and watches, its own first."""
+        return (self.resource, *self.related)
+
+    @property
+    def resource_kind(self) -> str:
+        return self.label or self.name
+
+    def default_options(self) -> Any:
+        return self.flags.options() if self.flags is not None else None

@@ -1,0 +1,128 @@
+"""Writing `status.observedGeneration` of source objects (the DNSEndpoints of the crd kind): which objects
+are due a write, and the loop that writes them.
+
+The kind's translator tells a `StatusWriter` which generation of each object it translated; the loop then
+writes status.observedGeneration = that generation for every object whose status lags behind it (through
+the status subresource, by the kind's `write` function). A newer generation not translated yet is left for
+its own translation. Only the replica for which `may_write()` is true writes, so N replicas do not write N
+times; a replica that becomes the writer is asked to `sweep()` (or waits for the periodic sweep every
+`status_resync` seconds) to catch up. A failed write stays due and is retried with backoff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from prometheus_client import Counter
+
+from shardsync.backoff import Backoff
+from shardsync.kube import KubeError
+from shardsync.logs import get_logger
+from shardsync.notify import Notifier
+from shardsync.objects import Resource, get
+from shardsync.sources.kind import SourceContext
+
+log = get_logger(__name__)
+
+STATUS_WRITES = Counter(
+    "shardsync_source_status_writes_total",
+    "DNSEndpoint status.observedGeneration writes, by result",
+    ["result"],
+)
+
+# Writes status.observedGeneration = generation for the object at a cache key; KubeError when it fails.
+WriteStatus = Callable[[str, int], Awaitable[None]]
+
+
+def observed_generation_to_write(obj: Mapping[str, Any]) -> int | None:
+    """metadata.generation when status.observedGeneration lags behind it, else None."""
+    generation = get(obj, "metadata", "generation")
+    if not isinstance(generation, int) or isinstance(generation, bool):
+        return None
+    return None if get(obj, "status", "observedGeneration") == generation else generation
+
+
+class StatusWriter:
+    """The observedGeneration writes of one kind's objects in one watcher (see the module docstring)."""
+
+    def __init__(self, context: SourceContext[Any], resource: Resource, write: WriteStatus) -> None:
+        self._cache = context.cache
+        self._may_write = context.may_write
+        self._resync = context.status_resync
+        self._max_backoff = context.max_backoff
+        self._resource = resource
+        self._write = write
+        self._translated: dict[str, int] = {}  # cache key → the generation translated
+        self._due: dict[str, None] = {}  # cache keys whose status may lag (ordered)
+        self._wake = Notifier()
+        self._sweep_requested = False
+
+    def translated(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        """The object at `key` was translated (None: it is gone or filtered out)."""
+        if obj is None:
+            self._translated.pop(key, None)
+            self._due.pop(key, None)
+            return
+        generation = get(obj, "metadata", "generation")
+        if isinstance(generation, int):
+            self._translated[key] = generation
+        if observed_generation_to_write(obj) is not None:
+            self._due[key] = None
+            self._wake.notify()
+
+    def sweep(self) -> None:
+        """Look for lagging statuses now (say, once this replica has become the writer)."""
+        self._sweep_requested = True
+        self._wake.notify()
+
+    async def run(self) -> None:
+        backoff = Backoff(initial=0.2, maximum=self._max_backoff)
+        ticket = self._wake.ticket()
+        retry = False
+        while True:
+            resync = not retry and not await self._wake.wait(ticket, within=self._resync)
+            ticket = self._wake.ticket()  # before reading the state: a notify from now on is kept
+            retry = False
+            if not self._may_write():
+                # Not ours to write; whoever becomes the writer sweeps (or is asked to).
+                self._due.clear()
+                continue
+            if resync or self._sweep_requested:
+                self._sweep_requested = False
+                self._due.update(dict.fromkeys(self._translated))
+            if await self._write_due():
+                backoff.reset()
+            else:
+                await anyio.sleep(backoff.next())
+                retry = True
+
+    async def _write_due(self) -> bool:
+        """Write status.observedGeneration for every due object; False if a write failed (kept due)."""
+        ok = True
+        for key in list(self._due):
+            obj = self._cache(self._resource).get(key)
+            due = None if obj is None else observed_generation_to_write(obj)
+            if obj is None or due is None or due != self._translated.get(key):
+                # Gone, already written, or a newer generation not translated yet (it will be queued then).
+                self._due.pop(key, None)
+                continue
+            try:
+                await self._write(key, due)
+            except KubeError as exc:
+                if exc.not_found:
+                    self._due.pop(key, None)
+                    continue
+                ok = False
+                STATUS_WRITES.labels("error").inc()
+                log.warning(
+                    f"writing {self._resource.kind.lower()} status failed",
+                    object=key,
+                    status=exc.status,
+                    reason=exc.reason,
+                )
+                continue
+            self._due.pop(key, None)
+            STATUS_WRITES.labels("written").inc()
+        return ok

@@ -1,0 +1,52 @@
+"""The source kinds `--source` can name: one line each, in the order of `--help` and the README.
+
+A kind's module owns its translator, what it watches and its flags (its `KIND`, a `SourceKind`); adding a
+kind is its module plus one line here (plus its RBAC rule and docs). Everything else reads this table: the
+`--source` choices and the kinds' flag groups (`shardsync.config`), the generic watcher, the RBAC check
+(tests/deploy), and the worker, which posts an Event on the object an endpoint's `resource` label names
+(`event_ref`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shardsync.flags import FlagGroup
+from shardsync.objects import ObjectRef
+from shardsync.sources import crd, ingress, service
+from shardsync.sources.kind import SourceKind
+
+SOURCES: dict[str, SourceKind[Any]] = {
+    kind.name: kind
+    for kind in (
+        service.KIND,
+        ingress.KIND,
+        crd.KIND,
+    )
+}
+
+
+def flag_groups(table: Mapping[str, SourceKind[Any]] = SOURCES) -> tuple[FlagGroup[Any], ...]:
+    """The kinds' flag groups in table order, each once (several kinds may share one)."""
+    groups = {kind.flags.name: kind.flags for kind in table.values() if kind.flags is not None}
+    return tuple(groups.values())
+
+
+def event_ref(resource: str, table: Mapping[str, SourceKind[Any]] = SOURCES) -> ObjectRef | None:
+    """The object an endpoint's `resource` label (`<kind>/<namespace>/<name>`) names, to post an Event on;
+    None when the label is not of that form. A kind no source in the table writes (an endpoint of another
+    external-dns source) is taken for a core `v1` object of that kind."""
+    if resource.count("/") != 2:
+        return None
+    resource_kind, namespace, name = resource.split("/")
+    for kind in table.values():
+        if kind.resource_kind == resource_kind:
+            return ObjectRef(
+                kind.resource.kind,
+                namespace,
+                name,
+                api_version=kind.resource.api_version,
+                resource_kind=resource_kind,
+            )
+    return ObjectRef(resource_kind, namespace, name, resource_kind=resource_kind)

@@ -1,0 +1,111 @@
+"""The source table: one line per kind, and what the rest of shardsync reads from it (the `--source` choices,
+the kinds' flag groups, the Event reference of an endpoint's `resource` label)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+import pytest
+
+from shardsync import config
+from shardsync.flags import ConfigError
+from shardsync.objects import ObjectRef
+from shardsync.sources import crd, ingress, service
+from shardsync.sources import table as source_table
+from shardsync.sources.kind import SourceContext
+from shardsync.sources.table import SOURCES, event_ref, flag_groups
+
+from .fake_kube import FakeKube
+from .objects import dnsendpoint
+from .objects import ingress as ingress_obj
+from .objects import service as service_obj
+
+HOSTNAME = "external-dns.kubernetes.io/hostname"
+LB = [{"ip": "192.0.2.1"}]
+# One object of each kind, giving an endpoint and a problem (an invalid name).
+SAMPLES: dict[str, dict[str, Any]] = {
+    "service": service_obj(annotations={HOSTNAME: "web.ex.com,bad..ex.com"}, lb=LB),
+    "ingress": ingress_obj(rules=["a.ex.com", "x..ex.com"], lb=LB),
+    "crd": dnsendpoint(
+        [{"dnsName": "c.ex.com", "recordType": "A", "targets": ["1.2.3.4"]}, {"dnsName": "y..ex.com"}]
+    ),
+}
+
+
+def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
+    assert list(SOURCES) == ["service", "ingress", "crd"]
+    assert [kind.name for kind in SOURCES.values()] == list(SOURCES)
+    assert tuple(SOURCES) == config.SOURCES
+    [source_flag] = [f for f in config.FLAGS if f.name == "sources"]
+    assert tuple(source_flag.choices or ()) == tuple(SOURCES)
+    assert SOURCES["service"].watches == (
+        service.SERVICES,
+        service.ENDPOINT_SLICES,
+        service.PODS,
+        service.NODES,
+    )
+    assert SOURCES["ingress"].watches == (ingress.INGRESSES,)
+    assert SOURCES["crd"].watches == (crd.DNS_ENDPOINTS,) and SOURCES["crd"].crd is not None
+
+
+@pytest.mark.parametrize("name", list(SAMPLES))
+def test_a_kinds_translator_labels_and_refers_to_its_objects_as_the_table_says(name: str) -> None:
+    kind = SOURCES[name]
+    context = SourceContext(kind.default_options(), lambda r: {}, FakeKube(), lambda: True)
+    result = kind.start(context).translate("default/web", SAMPLES[name])
+    assert result is not None and result.endpoints and result.problems
+    assert {ep.labels["resource"].split("/")[0] for ep in result.endpoints} == {kind.resource_kind}
+    for problem in result.problems:
+        assert (problem.ref.kind, problem.ref.api_version) == (kind.resource.kind, kind.resource.api_version)
+        assert event_ref(problem.ref.resource) == dataclasses.replace(problem.ref, uid="")
+
+
+@pytest.mark.parametrize(
+    ("label", "want"),
+    [
+        ("service/default/web", ObjectRef("Service", "default", "web", "", "v1", "service")),
+        ("ingress/web/app", ObjectRef("Ingress", "web", "app", "", "networking.k8s.io/v1", "ingress")),
+        ("crd/dns/r", ObjectRef("DNSEndpoint", "dns", "r", "", "externaldns.k8s.io/v1alpha1", "crd")),
+        ("pod/default/p", ObjectRef("pod", "default", "p", "", "v1", "pod")),  # no source of ours: as before
+        ("service/web", None),
+        ("a/b/c/d", None),
+        ("", None),
+    ],
+)
+def test_event_ref_of_a_resource_label(label: str, want: ObjectRef | None) -> None:
+    assert event_ref(label) == want
+
+
+def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> None:
+    twin = dataclasses.replace(SOURCES["ingress"], name="ingress-twin")
+    assert flag_groups({**SOURCES, twin.name: twin}) == (service.FLAGS, ingress.FLAGS)
+    groups = config.flag_groups()
+    assert groups[-2:] == (service.FLAGS, ingress.FLAGS)
+    assert [g.name for g in groups[: -len(flag_groups())]] == ["core", "fake", "rfc2136", "webhook"]
+
+
+def parse(argv: list[str]) -> config.Settings:
+    env = {"POD_NAME": "shardsync-0", "SHARDSYNC_FAKE_ZONE": "ex.com"}
+    parser = argparse.ArgumentParser()
+    config.configure(parser, env)
+    return config.settings_from_args(parser.parse_args(argv), env)
+
+
+def test_source_flags_keep_their_names_and_fill_their_kinds_options() -> None:
+    s = parse(["--publish-internal-services", "--ingress-class=public", "--ingress-class", "internal"])
+    assert s.options(service.FLAGS) == service.ServiceOptions(publish_internal=True)
+    assert s.options(ingress.FLAGS) == ingress.IngressOptions(ingress_class_names=("public", "internal"))
+    assert parse([]).options(service.FLAGS) == service.ServiceOptions()
+
+
+def test_only_the_chosen_sources_groups_are_validated(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(options: Any) -> None:
+        raise ConfigError("--publish-internal-services: refused")
+
+    strict = dataclasses.replace(service.KIND, flags=dataclasses.replace(service.FLAGS, validate=refuse))
+    monkeypatch.setitem(source_table.SOURCES, "service", strict)
+    assert parse(["--source=ingress"]).sources == ("ingress",)
+    with pytest.raises(ConfigError, match="refused"):
+        parse(["--source=service"])

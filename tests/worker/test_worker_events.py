@@ -1,0 +1,65 @@
+"""The worker's Events name the source object an endpoint's `resource` label points to, with the kind and
+apiVersion the source table gives that label (a label of no source in the table: a core v1 object)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from shardsync.desired import DesiredIndex
+from shardsync.endpoint import RESOURCE_LABEL, Endpoint
+from shardsync.events import EventRecorder
+from shardsync.objects import ObjectRef
+from shardsync.providers.fake import FakeProvider, FakeStore, Faults
+from shardsync.registry import TxtRegistry
+from shardsync.worker import Worker, WorkerOptions
+from tests.waits import eventually
+
+pytestmark = pytest.mark.anyio
+
+ZONE = "ex.com"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Recording(EventRecorder):
+    """Keeps what is recorded instead of writing it."""
+
+    def __init__(self) -> None:
+        super().__init__(None, "test")
+        self.recorded: list[tuple[ObjectRef, str]] = []
+
+    def record(self, ref: ObjectRef, reason: str, message: str, etype: str = "Warning") -> None:
+        self.recorded.append((ref, reason))
+
+
+async def test_a_rejected_record_is_reported_on_its_source_object() -> None:
+    bad = {"bad-crd.ex.com", "bad-ingress.ex.com", "bad-pod.ex.com"}
+    store = FakeStore(faults=Faults(fail_records=frozenset(bad)))
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    for resource, name in (
+        ("crd/dns/records", "bad-crd"),
+        ("ingress/web/app", "bad-ingress"),
+        ("pod/default/p", "bad-pod"),
+        ("service/default/ok", "fine"),
+    ):
+        ep = Endpoint.new(f"{name}.ex.com", "A", ["192.0.2.1"], labels={RESOURCE_LABEL: resource})
+        desired.set_object(resource, [ep])
+    events = Recording()
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=1, owner_id="shard")
+    worker = Worker(FakeProvider(store, "r0"), TxtRegistry(owner_id="shard"), desired, options, events=events)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(worker.run)
+        worker.own(ZONE)
+        await eventually(lambda: len(events.recorded) == 3)
+        tg.cancel_scope.cancel()
+    assert {(ref.kind, ref.api_version, ref.namespace, ref.name) for ref, _ in events.recorded} == {
+        ("DNSEndpoint", "externaldns.k8s.io/v1alpha1", "dns", "records"),
+        ("Ingress", "networking.k8s.io/v1", "web", "app"),
+        ("pod", "v1", "default", "p"),
+    }
+    assert {reason for _, reason in events.recorded} == {"DNSRecordRejected"}
