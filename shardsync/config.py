@@ -23,6 +23,9 @@ from typing import Any, TypeVar
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
 from shardsync.providers.table import PROVIDERS
+from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
+from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
+from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
 
 SOURCES = ("service", "ingress", "crd")
 POLICIES = ("sync", "upsert-only", "create-only")
@@ -67,10 +70,10 @@ class Settings:
     log_level: str = "info"
     # sharding
     sharding: bool = True
-    lease_duration: float = 15.0
-    renew_interval: float = 5.0
-    settle_delay: float = 2.0
-    restart_grace: float = 30.0
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_interval: float = DEFAULT_RENEW_INTERVAL
+    settle_delay: float = DEFAULT_SETTLE
+    restart_grace: float = DEFAULT_RESTART_GRACE
     weight: int = 1
     # the options of each provider and source kind (their own FlagGroups), by group name
     groups: Mapping[str, Any] = field(default_factory=dict, compare=False)

@@ -35,7 +35,16 @@ class ActivePassiveOwnership:
     ) -> None:
         self.identity = settings.identity
         self.weight = settings.weight
-        self.timings = timings if timings is not None else Timings.from_settings(settings)
+        self.timings = (
+            timings
+            if timings is not None
+            else Timings.derive(
+                settings.lease_duration,
+                settings.renew_interval,
+                settings.settle_delay,
+                settings.restart_grace,
+            )
+        )
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.candidate = Candidate(
             kube, settings.lease_namespace, settings.instance, self.identity, self.timings, self.clock

@@ -24,17 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from shardsync.sharding.assignment import Assignment
-from shardsync.sharding.membership import MemberState, MemberStatus
-
-
-class ZoneState(StrEnum):
-    ACTIVE = "active"  # its owner runs it
-    PENDING = "pending"  # its owner waits for the previous owner to release it (or has not acknowledged)
-    ORPHANED = "orphaned"  # no live owner: no members, or the owner's lease lapsed
-    PARKED = "parked"  # its owner is restarting; the zone waits for it
+from shardsync.sharding.membership import MemberStatus
+from shardsync.sharding.states import MemberState, ZoneState
 
 
 @dataclass(frozen=True, slots=True)

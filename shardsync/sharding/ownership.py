@@ -67,7 +67,16 @@ class ShardedOwnership:
         self.identity = settings.identity
         self.namespace = settings.lease_namespace
         self.kube = kube
-        self.timings = timings if timings is not None else Timings.from_settings(settings)
+        self.timings = (
+            timings
+            if timings is not None
+            else Timings.derive(
+                settings.lease_duration,
+                settings.renew_interval,
+                settings.settle_delay,
+                settings.restart_grace,
+            )
+        )
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.members = MemberLoop(
             kube,

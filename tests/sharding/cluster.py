@@ -110,7 +110,7 @@ class Cluster:
     ) -> Node:
         kube = Kube(self.apiserver.api_client(user_agent=user_agent(identity)))
         s = settings(identity, weight, restart_grace, sharding)
-        timings = Timings.from_settings(s)
+        timings = Timings.derive(s.lease_duration, s.renew_interval, s.settle_delay, s.restart_grace)
         ownership: ShardedOwnership | ActivePassiveOwnership
         if sharding:
             ownership = ShardedOwnership(s, kube, timings=timings)

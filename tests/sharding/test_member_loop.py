@@ -16,7 +16,8 @@ from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import LEASES
 from shardsync.sharding.member_loop import MemberLoop
-from shardsync.sharding.membership import MemberState, member_lease_name
+from shardsync.sharding.membership import member_lease_name
+from shardsync.sharding.states import MemberState
 from shardsync.sharding.timings import Timings
 from tests.sharding.cluster import INSTANCE, LEASE, NAMESPACE, RENEW, user_agent, wait_for
 
