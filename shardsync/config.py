@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
+from shardsync.plan import DEFAULT_OWNER_ID
 from shardsync.providers.table import PROVIDERS
 from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
 from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
@@ -43,7 +44,7 @@ class Settings:
     provider: str = "fake"
     policy: str = "sync"
     registry: str = "txt"
-    txt_owner_id: str = "default"
+    txt_owner_id: str = DEFAULT_OWNER_ID
     txt_prefix: str = ""
     txt_suffix: str = ""
     txt_wildcard_replacement: str = ""

@@ -23,9 +23,10 @@ from shardsync.desired import DesiredIndex
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
+from shardsync.noop_registry import NoopRegistry
 from shardsync.providers.base import FenceToken, Provider, ProviderError
 from shardsync.providers.table import PROVIDERS
-from shardsync.registry import TxtRegistry
+from shardsync.registry import Registry, TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding import shards_view
 from shardsync.sharding.active_passive import ActivePassiveOwnership
@@ -123,24 +124,15 @@ class Replica:
         self.desired = DesiredIndex()
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(settings.domain_filter, settings.exclude_domains)
-        registry = TxtRegistry(
-            owner_id=settings.txt_owner_id,
-            prefix=settings.txt_prefix,
-            suffix=settings.txt_suffix,
-            wildcard_replacement=settings.txt_wildcard_replacement,
-            managed_types=settings.managed_record_types,
-        )
         self.worker = Worker(
             provider,
-            registry,
+            registry_for(settings),
             self.desired,
             WorkerOptions(
                 interval=settings.interval,
                 event_delay=0.0 if settings.events else settings.interval,
                 concurrency=settings.concurrency,
                 policy=settings.policy,
-                owner_id=settings.txt_owner_id,
-                managed_types=settings.managed_record_types,
                 dry_run=settings.dry_run,
             ),
             events=self.events,
@@ -271,6 +263,19 @@ class Replica:
         )
         tg.cancel_scope.cancel()
         return 1 if failed else 0
+
+
+def registry_for(settings: config.Settings) -> Registry:
+    """`--registry`: external-dns's TXT registry, or its noop registry (no ownership records)."""
+    if settings.registry == "noop":
+        return NoopRegistry(settings.managed_record_types)
+    return TxtRegistry(
+        owner_id=settings.txt_owner_id,
+        prefix=settings.txt_prefix,
+        suffix=settings.txt_suffix,
+        wildcard_replacement=settings.txt_wildcard_replacement,
+        managed_types=settings.managed_record_types,
+    )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

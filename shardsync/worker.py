@@ -42,7 +42,7 @@ from shardsync.providers.base import (
     Rejected,
     ThrottledError,
 )
-from shardsync.registry import TxtRegistry, ZoneView
+from shardsync.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
 
 log = get_logger(__name__)
@@ -100,8 +100,6 @@ class WorkerOptions:
     event_delay: float = 0.05
     concurrency: int = 8
     policy: str = "sync"
-    owner_id: str = "default"
-    managed_types: tuple[str, ...] = ("A", "AAAA", "CNAME")
     dry_run: bool = False
     max_backoff: float = 60.0
 
@@ -112,7 +110,7 @@ class Worker:
     def __init__(
         self,
         provider: Provider,
-        registry: TxtRegistry,
+        registry: Registry,
         desired: DesiredIndex,
         options: WorkerOptions,
         events: EventRecorder | None = None,
@@ -266,9 +264,10 @@ class Worker:
             status.fence_held = True
             log.info("fence acquired", zone=zone, generation=status.fence.generation)
 
-        view = self.registry.read(await self.provider.records(zone))
+        registry = self.registry  # the owner id and managed types are the registry's (one home)
+        view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
-        result = plan(desired, view.current, self._policy, self.options.owner_id, self.options.managed_types)
+        result = plan(desired, view.current, self._policy, registry.owner_id, registry.managed_types)
         status.records, status.desired = len(view.current), len(desired)
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)

@@ -120,7 +120,7 @@ class Cluster:
             FakeProvider(self.store, identity),
             TxtRegistry(owner_id=OWNER_ID),
             self.desired,
-            WorkerOptions(interval=1.0, event_delay=0.0, concurrency=4, owner_id=OWNER_ID, max_backoff=2.0),
+            WorkerOptions(interval=1.0, event_delay=0.0, concurrency=4, max_backoff=2.0),
             may_write=ownership.may_write,
             on_fenced=ownership.on_fenced,
         )

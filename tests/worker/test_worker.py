@@ -47,7 +47,7 @@ async def running(worker: Worker) -> AsyncIterator[Worker]:
 
 
 def make(store: FakeStore, desired: DesiredIndex, identity: str = "r0", **opts: object) -> Worker:
-    options = WorkerOptions(interval=60, event_delay=0, concurrency=4, owner_id="shard", **opts)  # type: ignore[arg-type]
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=4, **opts)  # type: ignore[arg-type]
     return Worker(FakeProvider(store, identity), TxtRegistry(owner_id="shard"), desired, options)
 
 
@@ -142,9 +142,7 @@ async def test_release_waits_for_the_write_in_flight_and_stops_writing() -> None
     desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
     provider = SlowApply(store, "r0")
     provider.entered = anyio.Event()
-    worker = Worker(
-        provider, TxtRegistry(owner_id="shard"), desired, WorkerOptions(event_delay=0, owner_id="shard")
-    )
+    worker = Worker(provider, TxtRegistry(owner_id="shard"), desired, WorkerOptions(event_delay=0))
     async with running(worker):
         worker.own(ZONE)
         with anyio.fail_after(5):
