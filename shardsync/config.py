@@ -22,14 +22,15 @@ from typing import Any, TypeVar
 
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
-from shardsync.plan import DEFAULT_OWNER_ID
+from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
 from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
 from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
 from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
+from shardsync.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
 
 SOURCES = ("service", "ingress", "crd")
-POLICIES = ("sync", "upsert-only", "create-only")
+POLICIES = tuple(p.value for p in Policy)
 T = TypeVar("T")
 
 __all__ = ["FLAGS", "ConfigError", "Flag", "FlagGroup", "Settings", "configure", "settings_from_args"]
@@ -42,7 +43,7 @@ class Settings:
     # what to read and where to write
     sources: tuple[str, ...] = ("service",)
     provider: str = "fake"
-    policy: str = "sync"
+    policy: str = Policy.SYNC.value
     registry: str = "txt"
     txt_owner_id: str = DEFAULT_OWNER_ID
     txt_prefix: str = ""
@@ -50,9 +51,9 @@ class Settings:
     txt_wildcard_replacement: str = ""
     dry_run: bool = False
     once: bool = False
-    interval: float = 60.0
+    interval: float = DEFAULT_INTERVAL
     events: bool = False
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     # source filters
     namespace: str = ""
     label_filter: str = ""
