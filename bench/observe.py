@@ -21,6 +21,7 @@ import httpx
 import orjson
 
 from shardsync.providers.fake import AuditEntry, overlapping_writes
+from shardsync.sharding.states import ZoneState
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ def reduce(doc: Mapping[str, Any]) -> View:
         zone = str(row.get("zone"))
         owner = row.get("owner")
         owners[zone] = None if owner is None else str(owner)
-        if owner == me and row.get("state") == "active":
+        if owner == me and row.get("state") == ZoneState.ACTIVE:
             active.add(zone)
         elif row.get("state") == "parked":
             parked.add(zone)

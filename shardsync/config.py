@@ -23,11 +23,16 @@ from typing import Any, TypeVar
 
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
+from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
+from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
+from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
+from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
 from shardsync.sources import table as source_table
+from shardsync.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
 
 SOURCES = tuple(source_table.SOURCES)
-POLICIES = ("sync", "upsert-only", "create-only")
+POLICIES = tuple(p.value for p in Policy)
 T = TypeVar("T")
 
 __all__ = ["FLAGS", "ConfigError", "Flag", "FlagGroup", "Settings", "configure", "settings_from_args"]
@@ -40,17 +45,17 @@ class Settings:
     # what to read and where to write
     sources: tuple[str, ...] = ("service",)
     provider: str = "fake"
-    policy: str = "sync"
+    policy: str = Policy.SYNC.value
     registry: str = "txt"
-    txt_owner_id: str = "default"
+    txt_owner_id: str = DEFAULT_OWNER_ID
     txt_prefix: str = ""
     txt_suffix: str = ""
     txt_wildcard_replacement: str = ""
     dry_run: bool = False
     once: bool = False
-    interval: float = 60.0
+    interval: float = DEFAULT_INTERVAL
     events: bool = False
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CONCURRENCY
     # source filters
     namespace: str = ""
     label_filter: str = ""
@@ -67,10 +72,10 @@ class Settings:
     log_level: str = "info"
     # sharding
     sharding: bool = True
-    lease_duration: float = 15.0
-    renew_interval: float = 5.0
-    settle_delay: float = 2.0
-    restart_grace: float = 30.0
+    lease_duration: float = DEFAULT_LEASE_DURATION
+    renew_interval: float = DEFAULT_RENEW_INTERVAL
+    settle_delay: float = DEFAULT_SETTLE
+    restart_grace: float = DEFAULT_RESTART_GRACE
     weight: int = 1
     # the options of each provider and source kind (their own FlagGroups), by group name
     groups: Mapping[str, Any] = field(default_factory=dict, compare=False)

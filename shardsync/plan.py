@@ -23,6 +23,8 @@ The rules, following external-dns's plan/plan.go and plan/conflict.go unless sai
   PerResource.ResolveRecordTypes prefers A/AAAA); unlike external-dns this holds across set identifiers.
   An existing CNAME of ours there is deleted. A create that would put a CNAME beside a record that stays
   (or another type beside a CNAME that stays, whoever owns it) is skipped: the server would refuse it.
+- `owner_id` "" means no ownership (external-dns's noop registry, whose OwnerID() is ""): every managed
+  record is ours to update or delete, and no create is held back for another owner.
 - Policies: `sync` applies everything, `upsert-only` no deletes, `create-only` only creates; what a
   policy holds back is returned in `PlanResult.suppressed`.
 
@@ -172,13 +174,13 @@ def plan(
         if not _needs_update(w, c):
             continue
         owner = c.labels.get(OWNER_LABEL, "")
-        if owner != owner_id:
+        if owner_id and owner != owner_id:
             skipped.append(Skipped(w, SkipReason.NOT_OWNED, owner))
             continue
         update_old.append(c)
         update_new.append(_with_owner(w, owner_id))
 
-    deletes = [c for c in have.values() if c.labels.get(OWNER_LABEL) == owner_id]
+    deletes = [c for c in have.values() if not owner_id or c.labels.get(OWNER_LABEL) == owner_id]
 
     # Sorted by key before the policy splits them, so equal inputs give equal results in any order.
     deletes.sort(key=_by_key)
@@ -204,7 +206,7 @@ def plan(
 
 def _with_owner(ep: Endpoint, owner_id: str) -> Endpoint:
     """external-dns's inheritOwner: the new version of a record of ours carries our owner label."""
-    if ep.labels.get(OWNER_LABEL) == owner_id:
+    if not owner_id or ep.labels.get(OWNER_LABEL) == owner_id:
         return ep
     return Endpoint(
         ep.dns_name,
@@ -337,6 +339,7 @@ def _guard_creates(
             if (
                 other.set_identifier == ep.set_identifier
                 and other.record_type in managed
+                and owner_id
                 and owner != owner_id
             ):
                 reason, blocker = SkipReason.FOREIGN_OWNER, owner

@@ -7,7 +7,7 @@ Before v0.12 the TXT name carried no type (`www.ex.com`, or `<prefix>www.ex.com`
 still read, and a record of ours that only has one gets its typed TXT record created next to it (external-dns
 does the same upgrade).
 
-Use per zone and reconcile:
+Use per zone and reconcile (`Registry` is what the worker needs; shardsync.noop_registry is the other one):
 
     view = registry.read(provider_records)        # current endpoints, labelled with owner and resource
     result = plan(desired, view.current, ...)     # shardsync.plan
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from shardsync.endpoint import (
     DEFAULT_MANAGED_TYPES,
@@ -201,6 +202,21 @@ class ZoneView:
     # (legacy TXT name, set identifier) -> keys of the non-AAAA records it may label; only TXT records
     # whose name parses as untyped count, so a typed record is never mistaken for a legacy one
     legacy_users: dict[TxtKey, list[Key]]
+
+
+class Registry(Protocol):
+    """What the worker asks of a registry (external-dns's Registry): the owner id the planner works for
+    ("" for none: every record is ours), the managed record types, and the two pure steps of a reconcile."""
+
+    @property
+    def owner_id(self) -> str: ...
+
+    @property
+    def managed_types(self) -> frozenset[str]: ...
+
+    def read(self, records: Iterable[Endpoint]) -> ZoneView: ...
+
+    def with_ownership(self, changes: Changes, view: ZoneView | None = None) -> OwnershipResult: ...
 
 
 class TxtRegistry:

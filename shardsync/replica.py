@@ -2,8 +2,12 @@
 
 The replica's parts run as one anyio task group; SIGTERM or SIGINT cancels it after the ownership layer
 has had its graceful stop (release zones, give up leases). Which zones this replica reconciles is the
-ownership layer's decision (`Ownership`): every zone when running alone or with `--once`; the sharding
-layer's assignment otherwise.
+ownership layer's decision (shardsync.ownership: `SoleOwner` with `--once`, `ActivePassiveOwnership` with
+`--sharding=off`, `ShardedOwnership` otherwise); the replica is its `Host` (the worker port, the zones the
+provider serves, and a signal when they change).
+
+Only this module and the command line read `Settings`: every part below gets its own small option value
+(the registry, `WorkerOptions`, the sharding `Site` with its `Timings`), each built here, once.
 """
 
 from __future__ import annotations
@@ -11,8 +15,7 @@ from __future__ import annotations
 import argparse
 import signal
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -24,13 +27,18 @@ from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
-from shardsync.providers.base import FenceToken, Provider, ProviderError
+from shardsync.noop_registry import NoopRegistry
+from shardsync.notify import Notifier
+from shardsync.ownership.active_passive import ActivePassiveOwnership
+from shardsync.ownership.port import Ownership
+from shardsync.ownership.sharded import ShardedOwnership
+from shardsync.ownership.sole import SoleOwner
+from shardsync.providers.base import Provider, ProviderError
 from shardsync.providers.table import PROVIDERS
-from shardsync.registry import TxtRegistry
+from shardsync.registry import Registry, TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
-from shardsync.sharding import shards_view
-from shardsync.sharding.active_passive import ActivePassiveOwnership
-from shardsync.sharding.ownership import ShardedOwnership
+from shardsync.sharding.site import Site
+from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.table import SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
@@ -39,78 +47,8 @@ from shardsync.worker import Worker, WorkerOptions
 log = get_logger(__name__)
 
 
-class Ownership(Protocol):
-    """Decides which known zones the worker owns, and when this replica may write at all."""
-
-    async def run(self, replica: Replica) -> None: ...
-
-    def may_write(self) -> bool: ...
-
-    def ready(self) -> tuple[bool, str]: ...
-
-    def is_coordinator(self) -> bool:
-        """Whether this replica writes the cluster-wide side effects (DNSEndpoint status, Events)."""
-        ...
-
-    def on_fenced(self, zone: str, token: FenceToken | None) -> None:
-        """A write to `zone` was refused by its fence: stop owning it until the assignment says otherwise."""
-        ...
-
-    def snapshot(self, replica: Replica) -> dict[str, Any]: ...
-
-    async def stop(self, replica: Replica) -> None: ...
-
-
-class SoleOwner:
-    """Owns every known zone, unfenced: one replica alone, or `--once` (external-dns's model)."""
-
-    async def run(self, replica: Replica) -> None:
-        while True:
-            zones = set(replica.zones)
-            for zone in zones - set(replica.worker.owned()):
-                replica.worker.own(zone)
-            for zone in set(replica.worker.owned()) - zones:
-                await replica.worker.release(zone)
-            await replica.zones_changed.wait()
-
-    def may_write(self) -> bool:
-        return True
-
-    def ready(self) -> tuple[bool, str]:
-        return True, ""
-
-    def is_coordinator(self) -> bool:
-        return True
-
-    def on_fenced(self, zone: str, token: FenceToken | None) -> None:
-        return None  # unfenced: its writes carry no token to be refused
-
-    def snapshot(self, replica: Replica) -> dict[str, Any]:
-        me = replica.settings.identity
-        return {
-            "generation": 0,
-            "coordinator": me,
-            "self": me,
-            "members": [
-                {
-                    "identity": me,
-                    "state": "ready",
-                    "weight": replica.settings.weight,
-                    "zones": len(replica.worker.owned()),
-                    "observedGeneration": 0,
-                    "lastRenewSeen": None,
-                }
-            ],
-            "zones": replica.zone_rows(lambda zone: me if zone in replica.worker.status else None),
-        }
-
-    async def stop(self, replica: Replica) -> None:
-        for zone in replica.worker.owned():
-            await replica.worker.release(zone)
-
-
 class Replica:
-    """The parts of one replica and the loops that tie them together."""
+    """The parts of one replica and the loops that tie them together; shardsync.ownership.port's `Host`."""
 
     def __init__(
         self, settings: config.Settings, kube: Kube, provider: Provider, ownership: Ownership
@@ -120,29 +58,20 @@ class Replica:
         self.provider = provider
         self.ownership = ownership
         self.zones: set[str] = set()
-        self.zones_changed = anyio.Event()
+        self.zones_changed = Notifier()
         self.zones_known = anyio.Event()
         self.desired = DesiredIndex()
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(settings.domain_filter, settings.exclude_domains)
-        registry = TxtRegistry(
-            owner_id=settings.txt_owner_id,
-            prefix=settings.txt_prefix,
-            suffix=settings.txt_suffix,
-            wildcard_replacement=settings.txt_wildcard_replacement,
-            managed_types=settings.managed_record_types,
-        )
         self.worker = Worker(
             provider,
-            registry,
+            registry_for(settings),
             self.desired,
             WorkerOptions(
                 interval=settings.interval,
                 event_delay=0.0 if settings.events else settings.interval,
                 concurrency=settings.concurrency,
                 policy=settings.policy,
-                owner_id=settings.txt_owner_id,
-                managed_types=settings.managed_record_types,
                 dry_run=settings.dry_run,
             ),
             events=self.events,
@@ -190,8 +119,7 @@ class Replica:
                 )
                 self.zones = found
                 self.worker.mark_dirty(self.desired.set_zones(found))
-                self.zones_changed.set()
-                self.zones_changed = anyio.Event()
+                self.zones_changed.notify()
             self.zones_known.set()
             await anyio.sleep(self.settings.interval)
 
@@ -206,16 +134,6 @@ class Replica:
         if not self.zones_known.is_set():
             return False, "zones not listed yet"
         return self.ownership.ready()
-
-    def zone_rows(self, owner_of: Callable[[str], str | None]) -> list[dict[str, Any]]:
-        """/shards rows of every known zone (the row format is shards_view's, shared by every ownership)."""
-        rows = []
-        for zone in sorted(self.zones):
-            status = self.worker.status.get(zone)
-            owner = owner_of(zone)
-            state = "orphaned" if status is None and owner is None else "active"
-            rows.append(shards_view.zone_row(zone, owner, state, status))
-        return rows
 
     def shards(self) -> dict[str, Any]:
         self.worker.totals()
@@ -269,19 +187,49 @@ class Replica:
             self.worker.own(zone)
         started = time.monotonic()
         while True:
-            pending = [z for z, st in self.worker.status.items() if st.syncs == 0 and not st.last_error]
+            pending = [z for z, st in self.worker.statuses.items() if st.syncs == 0 and not st.last_error]
             if not pending:
                 break
             await anyio.sleep(0.05)
-        failed = sorted(z for z, st in self.worker.status.items() if st.syncs == 0)
+        failed = sorted(z for z, st in self.worker.statuses.items() if st.syncs == 0)
         log.info(
             "once: done",
-            zones=len(self.worker.status),
+            zones=len(self.worker.statuses),
             failed=len(failed),
             seconds=f"{time.monotonic() - started:.2f}",
         )
         tg.cancel_scope.cancel()
         return 1 if failed else 0
+
+
+def registry_for(settings: config.Settings) -> Registry:
+    """`--registry`: external-dns's TXT registry, or its noop registry (no ownership records)."""
+    if settings.registry == "noop":
+        return NoopRegistry(settings.managed_record_types)
+    return TxtRegistry(
+        owner_id=settings.txt_owner_id,
+        prefix=settings.txt_prefix,
+        suffix=settings.txt_suffix,
+        wildcard_replacement=settings.txt_wildcard_replacement,
+        managed_types=settings.managed_record_types,
+    )
+
+
+def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
+    """`--once`: every zone, unfenced; `--sharding=off`: active/passive; otherwise sharded."""
+    if settings.once:
+        return SoleOwner(settings.identity, settings.weight)
+    site = Site(
+        kube,
+        namespace=settings.lease_namespace,
+        instance=settings.instance,
+        identity=settings.identity,
+        timings=Timings.derive(
+            settings.lease_duration, settings.renew_interval, settings.settle_delay, settings.restart_grace
+        ),
+        weight=settings.weight,
+    )
+    return ShardedOwnership(site) if settings.sharding else ActivePassiveOwnership(site)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -296,13 +244,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     logs.setup(settings.identity, settings.log_level)
     kube = Kube.connect(settings.kubeconfig, settings.identity)
-    ownership: Ownership
-    if settings.once:
-        ownership = SoleOwner()
-    elif settings.sharding:
-        ownership = ShardedOwnership(settings, kube)
-    else:
-        ownership = ActivePassiveOwnership(settings, kube)
+    ownership = ownership_for(settings, kube)
     kind = PROVIDERS[settings.provider]
     provider = kind.create(settings.options(kind.flags), settings.identity)
     replica = Replica(settings, kube, provider, ownership)

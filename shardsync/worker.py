@@ -5,7 +5,8 @@ Follow one zone through `_reconcile`:
     provider.records(zone) → registry.read → plan(desired, current) → registry.with_ownership
         → provider.apply(zone, changes, fence)
 
-`Worker` owns the zones the sharding layer gives it (`own` / `release`), runs up to `concurrency`
+`Worker` owns the zones the ownership layer gives it (`own` / `release`: it implements
+shardsync.ownership.port's `ZoneWorker`), runs up to `concurrency`
 reconciles at once from a `ZoneSchedule`, and reconciles a zone again at its interval, soon after a source
 change touching it, or after a backoff when it failed. A failing zone never blocks the others; a rejected
 record is reported (Event + metric) while the rest of its zone applies; throttling is a soft error.
@@ -21,7 +22,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 from prometheus_client import Counter, Gauge, Histogram
@@ -31,6 +32,8 @@ from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
+from shardsync.notify import Notifier
+from shardsync.ownership.port import ZoneStatus
 from shardsync.plan import Conflict, Policy, Skipped, plan
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -42,11 +45,14 @@ from shardsync.providers.base import (
     Rejected,
     ThrottledError,
 )
-from shardsync.registry import TxtRegistry, ZoneView
+from shardsync.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
 from shardsync.sources.table import event_ref
 
 log = get_logger(__name__)
+
+DEFAULT_INTERVAL = 60.0  # --interval
+DEFAULT_CONCURRENCY = 8  # --concurrency
 
 # external-dns's metric names where they mean the same thing, so existing dashboards keep working.
 LAST_SYNC = Gauge(
@@ -72,21 +78,6 @@ FENCED = Counter("shardsync_fenced_writes_total", "Writes the provider refused b
 OWNED = Gauge("shardsync_owned_zones", "Zones this replica reconciles")
 
 
-@dataclass(slots=True)
-class ZoneStatus:
-    """What /shards shows about a zone this replica owns."""
-
-    fence: FenceToken | None = None
-    fence_held: bool = False
-    last_sync: float = 0.0  # wall-clock time of the last successful reconcile (0: never)
-    last_sync_seconds: float = 0.0
-    records: int = 0
-    desired: int = 0
-    last_error: str = ""
-    syncs: int = 0
-    skipped_seen: set[tuple[tuple[str, str, str], str]] = field(default_factory=set)
-
-
 class _InFlight:
     __slots__ = ("done", "scope")
 
@@ -97,12 +88,10 @@ class _InFlight:
 
 @dataclass(frozen=True, slots=True)
 class WorkerOptions:
-    interval: float = 60.0
+    interval: float = DEFAULT_INTERVAL
     event_delay: float = 0.05
-    concurrency: int = 8
-    policy: str = "sync"
-    owner_id: str = "default"
-    managed_types: tuple[str, ...] = ("A", "AAAA", "CNAME")
+    concurrency: int = DEFAULT_CONCURRENCY
+    policy: str = Policy.SYNC.value
     dry_run: bool = False
     max_backoff: float = 60.0
 
@@ -113,7 +102,7 @@ class Worker:
     def __init__(
         self,
         provider: Provider,
-        registry: TxtRegistry,
+        registry: Registry,
         desired: DesiredIndex,
         options: WorkerOptions,
         events: EventRecorder | None = None,
@@ -131,29 +120,29 @@ class Worker:
         self._clock = clock
         self._policy = Policy(options.policy)
         self._schedule = ZoneSchedule(interval=options.interval, event_delay=options.event_delay)
-        self.status: dict[str, ZoneStatus] = {}
+        self.statuses: dict[str, ZoneStatus] = {}
         self._inflight: dict[str, _InFlight] = {}
         self._backoff: dict[str, Backoff] = {}
-        self._wake = anyio.Event()
+        self._wake = Notifier()
 
-    # -- ownership, from the sharding layer ----------------------------------------------------------
+    # -- the ZoneWorker port (shardsync.ownership.port) ------------------------------------------
 
     def own(self, zone: str, fence: FenceToken | None = None) -> None:
         """Start reconciling `zone`; with `fence`, the first write acquires the zone's fence first."""
-        status = self.status.get(zone)
+        status = self.statuses.get(zone)
         if status is None:
-            self.status[zone] = ZoneStatus(fence=fence)
+            self.statuses[zone] = ZoneStatus(fence=fence)
             self._schedule.add(zone, self._clock())
-            OWNED.set(len(self.status))
-            self._notify()
+            OWNED.set(len(self.statuses))
+            self._wake.notify()
         elif status.fence != fence:
             status.fence, status.fence_held = fence, False
 
     async def release(self, zone: str) -> None:
         """Stop reconciling `zone`; returns once no write to it is in flight."""
         self._schedule.remove(zone)
-        if self.status.pop(zone, None) is not None:
-            OWNED.set(len(self.status))
+        if self.statuses.pop(zone, None) is not None:
+            OWNED.set(len(self.statuses))
             for gauge in (ZONE_LAST_SYNC, ZONE_SYNC_SECONDS):
                 with contextlib.suppress(KeyError):  # never synced: no series to drop
                     gauge.remove(zone)
@@ -164,18 +153,17 @@ class Worker:
             await inflight.done.wait()
 
     def owned(self) -> list[str]:
-        return list(self.status)
+        return list(self.statuses)
+
+    def status(self, zone: str) -> ZoneStatus | None:
+        return self.statuses.get(zone)
 
     def mark_dirty(self, zones: Iterable[str]) -> None:
         """Source changes touched these zones: reconcile the owned ones soon."""
         now = self._clock()
         for zone in zones:
             self._schedule.mark_dirty(zone, now)
-        self._notify()
-
-    def _notify(self) -> None:
-        self._wake.set()
-        self._wake = anyio.Event()
+        self._wake.notify()
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -187,12 +175,11 @@ class Worker:
 
     async def _runner(self) -> None:
         while True:
+            ticket = self._wake.ticket()
             zone = self._schedule.pop_due(self._clock())
             if zone is None:
                 due = self._schedule.next_due()
-                wake = self._wake
-                with anyio.move_on_after(math.inf if due is None else max(0.0, due - self._clock())):
-                    await wake.wait()
+                await self._wake.wait(ticket, math.inf if due is None else due - self._clock())
                 continue
             await self._run_zone(zone)
 
@@ -206,11 +193,11 @@ class Worker:
                 del self._inflight[zone]
                 inflight.done.set()
         self._schedule.finished(zone, self._clock(), retry_in)
-        self._notify()
+        self._wake.notify()
 
     async def _reconcile_guarded(self, zone: str) -> float | None:
         """Reconcile; on failure, log, count, and say when to retry (None: success)."""
-        status = self.status.get(zone)
+        status = self.statuses.get(zone)
         if status is None:
             return None
         started = self._clock()
@@ -267,9 +254,10 @@ class Worker:
             status.fence_held = True
             log.info("fence acquired", zone=zone, generation=status.fence.generation)
 
-        view = self.registry.read(await self.provider.records(zone))
+        registry = self.registry  # the owner id and managed types are the registry's (one home)
+        view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
-        result = plan(desired, view.current, self._policy, self.options.owner_id, self.options.managed_types)
+        result = plan(desired, view.current, self._policy, registry.owner_id, registry.managed_types)
         status.records, status.desired = len(view.current), len(desired)
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)
@@ -340,7 +328,7 @@ class Worker:
 
     def _report_skipped(self, zone: str, skipped: list[Skipped]) -> None:
         # The same skipped change comes back every pass: log it once per zone, count it every time.
-        status = self.status.get(zone)
+        status = self.statuses.get(zone)
         seen = status.skipped_seen if status is not None else set()
         for item in skipped:
             SKIPPED.labels(str(item.reason)).inc()
@@ -379,8 +367,8 @@ class Worker:
 
     def totals(self) -> tuple[int, int]:
         """(records, desired endpoints) over the owned zones, for the external-dns gauges."""
-        records = sum(s.records for s in self.status.values())
-        desired = sum(s.desired for s in self.status.values())
+        records = sum(s.records for s in self.statuses.values())
+        desired = sum(s.desired for s in self.statuses.values())
         REGISTRY_ENDPOINTS.set(records)
         SOURCE_ENDPOINTS.set(desired)
         return records, desired

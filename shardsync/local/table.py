@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from shardsync.sharding.states import ZoneState
 from shardsync.shards.table import grid
 
 
@@ -41,7 +42,7 @@ def own_rows(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _synced(row: Mapping[str, Any]) -> bool:
-    return row.get("state") == "active" and row.get("lastSync") is not None
+    return row.get("state") == ZoneState.ACTIVE and row.get("lastSync") is not None
 
 
 def _own_state(doc: Mapping[str, Any]) -> str:

@@ -35,7 +35,7 @@ import orjson
 
 from shardsync.endpoint import normalize_name
 from shardsync.sharding.clock import rfc3339
-from shardsync.sharding.membership import MemberState, MemberStatus, labels
+from shardsync.sharding.membership import MemberStatus, labels
 from shardsync.sharding.ring import (
     InvalidRing,
     Move,
@@ -45,6 +45,7 @@ from shardsync.sharding.ring import (
     moves_between,
     weight_error,
 )
+from shardsync.sharding.states import MemberState
 
 CONFIGMAP_KEY = "assignment.json"
 FORMAT_VERSION = 1
@@ -286,11 +287,15 @@ def validate_pins(pins: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     return valid, problems
 
 
+DEFAULT_SETTLE = 2.0  # --settle-delay
+DEFAULT_RESTART_GRACE = 30.0  # --restart-grace
+
+
 @dataclass(frozen=True, slots=True)
 class PublisherConfig:
-    settle: float = 2.0  # quiet period that ends a burst of changes
+    settle: float = DEFAULT_SETTLE  # quiet period that ends a burst of changes
     max_delay: float = 10.0  # publish by then even if changes keep coming
-    restart_grace: float = 30.0  # how long a restarting member's zones stay parked for it
+    restart_grace: float = DEFAULT_RESTART_GRACE  # how long a restarting member's zones stay parked for it
     ring: RingParams = field(default_factory=RingParams)
 
     def __post_init__(self) -> None:

@@ -15,12 +15,11 @@ import anyio
 from prometheus_client import Counter
 
 from shardsync.informer import Informer
-from shardsync.kube import Kube
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, resource_version
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name, is_successor
-from shardsync.sharding.timings import Timings
+from shardsync.sharding.site import Site
 
 log = get_logger(__name__)
 
@@ -33,19 +32,19 @@ class AssignmentWatch:
     """`current` is the newest good assignment seen; `resource_version` that of the last ConfigMap seen, good
     or not; `changed` is notified on every ConfigMap seen."""
 
-    def __init__(self, kube: Kube, namespace: str, instance: str, timings: Timings) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.name = configmap_name(instance)
-        self.timings = timings
+    def __init__(self, site: Site) -> None:
+        self.kube = site.kube
+        self.namespace = site.namespace
+        self.name = configmap_name(site.instance)
+        self.timings = site.timings
         self.current: Assignment | None = None
         self.resource_version: str | None = None
         self.changed = Notifier()
         self._bad: tuple[str, str] | None = None  # (resourceVersion, reason) of the last corrupt one logged
         self._informer = Informer(
-            kube,
+            site.kube,
             CONFIGMAPS,
-            namespace=namespace,
+            namespace=site.namespace,
             field_selector=f"metadata.name={self.name}",
             on_change=self._on_change,
             name="assignment",

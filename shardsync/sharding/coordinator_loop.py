@@ -21,17 +21,17 @@ import anyio
 from prometheus_client import Counter, Gauge
 
 from shardsync.backoff import Backoff
-from shardsync.kube import Kube, KubeError
+from shardsync.kube import KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, LEASES, resource_version
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, Publisher, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
-from shardsync.sharding.clock import Clock, SystemClock
+from shardsync.sharding.clock import Clock
 from shardsync.sharding.election import Action, CoordinatorLease, Election, coordinator_lease_name
 from shardsync.sharding.member_loop import RENEW_FAILURES, MemberLoop
 from shardsync.sharding.membership import MalformedLease
-from shardsync.sharding.timings import Timings
+from shardsync.sharding.site import Site
 
 log = get_logger(__name__)
 
@@ -45,22 +45,16 @@ class Candidate:
     """One replica's part in the coordinator election. `changed` is notified when the holder or our
     leadership changes."""
 
-    def __init__(
-        self,
-        kube: Kube,
-        namespace: str,
-        instance: str,
-        identity: str,
-        timings: Timings,
-        clock: Clock | None = None,
-    ) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.identity = identity
-        self.timings = timings
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.name = coordinator_lease_name(instance)
-        self.election = Election(instance, identity, timings.lease_duration, timings.renew_deadline)
+    def __init__(self, site: Site) -> None:
+        self.kube = site.kube
+        self.namespace = site.namespace
+        self.identity = site.identity
+        self.timings = site.timings
+        self.clock: Clock = site.clock
+        self.name = coordinator_lease_name(site.instance)
+        self.election = Election(
+            site.instance, site.identity, site.timings.lease_duration, site.timings.renew_deadline
+        )
         self.changed = Notifier()
         self.rounds = 0  # completed rounds (a read succeeded)
         self._was_leader = False
@@ -186,27 +180,17 @@ class Candidate:
 class CoordinatorLoop:
     """Election plus publishing; every replica runs one, only the leader publishes."""
 
-    def __init__(
-        self,
-        kube: Kube,
-        namespace: str,
-        instance: str,
-        identity: str,
-        timings: Timings,
-        members: MemberLoop,
-        watch: AssignmentWatch,
-        clock: Clock | None = None,
-    ) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.instance = instance
-        self.identity = identity
-        self.timings = timings
+    def __init__(self, site: Site, members: MemberLoop, watch: AssignmentWatch) -> None:
+        self.kube = site.kube
+        self.namespace = site.namespace
+        self.instance = site.instance
+        self.identity = site.identity
+        self.timings = site.timings
         self.members = members
         self.watch = watch
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.candidate = Candidate(kube, namespace, instance, identity, timings, self.clock)
-        self.name = configmap_name(instance)
+        self.clock: Clock = site.clock
+        self.candidate = Candidate(site)
+        self.name = configmap_name(site.instance)
         self._wake = Notifier()
         for source in (self.candidate.changed, members.changed, watch.changed):
             source.forward_to(self._wake)

@@ -23,9 +23,15 @@ from enum import StrEnum
 from typing import Any
 
 from shardsync.sharding.clock import microtime
-from shardsync.sharding.membership import LABEL_INSTANCE, LABEL_NAME, MalformedLease, labels, may_write
+from shardsync.sharding.membership import (
+    DEFAULT_LEASE_DURATION,
+    LABEL_INSTANCE,
+    LABEL_NAME,
+    MalformedLease,
+    labels,
+    may_write,
+)
 
-DEFAULT_LEASE_DURATION = 15
 DEFAULT_RENEW_DEADLINE = 10.0
 
 

@@ -3,7 +3,7 @@
 Pure. `handoff()` says what a replica releases and gains when it sees a new assignment; `may_acquire()` says
 whether it may start a gained zone yet; `zone_state()` names a zone's state for /shards.
 
-The acknowledgement protocol these rules rely on (the I/O side keeps it):
+The acknowledgement protocol these rules rely on (the ownership layer that uses them keeps it):
 - A replica switches only to a newer generation (`assignment.is_successor`).
 - On seeing generation g it stops every zone it runs but does not own in g (an in-flight write finishes or
   is cancelled), and only then writes `observed-generation: g` on its member lease. So a replica whose
@@ -24,17 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
 from shardsync.sharding.assignment import Assignment
-from shardsync.sharding.membership import MemberState, MemberStatus
-
-
-class ZoneState(StrEnum):
-    ACTIVE = "active"  # its owner runs it
-    PENDING = "pending"  # its owner waits for the previous owner to release it (or has not acknowledged)
-    ORPHANED = "orphaned"  # no live owner: no members, or the owner's lease lapsed
-    PARKED = "parked"  # its owner is restarting; the zone waits for it
+from shardsync.sharding.membership import MemberStatus
+from shardsync.sharding.states import MemberState, ZoneState
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,11 +27,11 @@ from prometheus_client import Counter
 
 from shardsync.backoff import Backoff
 from shardsync.informer import Informer
-from shardsync.kube import Kube, KubeError
+from shardsync.kube import KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import LEASES
-from shardsync.sharding.clock import Clock, SystemClock
+from shardsync.sharding.clock import Clock
 from shardsync.sharding.membership import (
     LivenessTracker,
     MalformedLease,
@@ -43,7 +43,7 @@ from shardsync.sharding.membership import (
     member_lease_name,
     write_deadline,
 )
-from shardsync.sharding.timings import Timings
+from shardsync.sharding.site import Site
 
 log = get_logger(__name__)
 
@@ -60,29 +60,19 @@ _CONFLICT_RETRIES = 3
 class MemberLoop:
     """See the module docstring. Every method runs on the event loop."""
 
-    def __init__(
-        self,
-        kube: Kube,
-        namespace: str,
-        instance: str,
-        identity: str,
-        timings: Timings,
-        *,
-        weight: int = 1,
-        clock: Clock | None = None,
-    ) -> None:
-        self.kube = kube
-        self.namespace = namespace
-        self.instance = instance
-        self.identity = identity
-        self.timings = timings
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.name = member_lease_name(instance, identity)
+    def __init__(self, site: Site) -> None:
+        self.kube = site.kube
+        self.namespace = site.namespace
+        self.instance = site.instance
+        self.identity = site.identity
+        self.timings = site.timings
+        self.clock: Clock = site.clock
+        self.name = member_lease_name(site.instance, site.identity)
         self.tracker = LivenessTracker()
         self.changed = Notifier()  # a member lease changed, or our own renewal succeeded
         self.last_renewed: float | None = None
         self.fence_epoch = 0
-        self._weight = weight
+        self._weight = site.weight
         self._draining = False
         self._restarting = False
         self._acked: int | None = None

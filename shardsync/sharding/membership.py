@@ -21,11 +21,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from shardsync.sharding.clock import microtime
 from shardsync.sharding.ring import weight_error
+from shardsync.sharding.states import MemberState
 
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_INSTANCE = "app.kubernetes.io/instance"
@@ -76,13 +76,6 @@ def identity_from_name(instance: str, name: str) -> str | None:
     if name.startswith(prefix) and len(name) > len(prefix):
         return name[len(prefix) :]
     return None
-
-
-class MemberState(StrEnum):
-    READY = "ready"
-    RESTARTING = "restarting"
-    DRAINING = "draining"
-    EXPIRED = "expired"
 
 
 @dataclass(frozen=True, slots=True)

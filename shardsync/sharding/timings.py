@@ -1,4 +1,5 @@
-"""The timing parameters of the sharding loops, derived once from Settings so every loop agrees on them.
+"""The timing parameters of the sharding loops, derived once (shardsync.replica, from the flags) so every
+loop agrees on them.
 
 Leases carry whole seconds (`leaseDurationSeconds` is an integer), so the duration is rounded up once here
 and every rule (self-fencing, expiry, the coordinator's renew deadline) works from the value actually
@@ -10,8 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shardsync.config import Settings
-from shardsync.sharding.assignment import PublisherConfig
+from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE, PublisherConfig
+
+DEFAULT_RENEW_INTERVAL = 5.0  # --renew-interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,14 +29,12 @@ class Timings:
     drain_timeout: float  # how long a leaving replica waits for the coordinator to move its zones
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Timings:
-        return cls.derive(
-            settings.lease_duration, settings.renew_interval, settings.settle_delay, settings.restart_grace
-        )
-
-    @classmethod
     def derive(
-        cls, lease_duration: float, renew_interval: float, settle: float = 2.0, restart_grace: float = 30.0
+        cls,
+        lease_duration: float,
+        renew_interval: float,
+        settle: float = DEFAULT_SETTLE,
+        restart_grace: float = DEFAULT_RESTART_GRACE,
     ) -> Timings:
         duration = max(1, math.ceil(lease_duration))
         if not 0 < renew_interval < duration:

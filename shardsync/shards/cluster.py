@@ -29,11 +29,11 @@ from shardsync.sharding.handoff import zone_state
 from shardsync.sharding.membership import (
     MalformedLease,
     MemberLease,
-    MemberState,
     MemberStatus,
     label_selector,
     member_state,
 )
+from shardsync.sharding.states import MemberState
 from shardsync.shards.view import MemberRow, ShardsView, ZoneRow
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ import orjson
 
 from shardsync.endpoint import name_error, normalize_name
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, Member
+from shardsync.sharding.states import MemberState
 from shardsync.shards import table
 from shardsync.shards.analysis import WhatIfError, explain_zone, what_if_replicas
 from shardsync.shards.cluster import ClusterReadError, build_view, read_objects
@@ -178,7 +179,7 @@ def assignment_from_view(view: ShardsView) -> tuple[Assignment | None, list[str]
     members = [
         Member(m.identity, m.weight)
         for m in view.members
-        if m.state in ("ready", "restarting") or m.identity in owners
+        if m.state in (MemberState.READY, MemberState.RESTARTING) or m.identity in owners
     ]
     try:
         assignment = Assignment(view.generation, tuple(members))

@@ -13,8 +13,9 @@ from typing import Any
 
 from tabulate import tabulate
 
+from shardsync.sharding.states import ZoneState
 from shardsync.shards.analysis import WhatIf
-from shardsync.shards.view import ZONE_STATES, ShardsView, ZoneRow
+from shardsync.shards.view import ShardsView, ZoneRow
 
 ZONE_ROWS = 20  # list zones one by one up to this many
 ATTENTION_ROWS = 10  # zones needing attention listed in a summary
@@ -72,8 +73,8 @@ def zones_table(zones: Sequence[ZoneRow]) -> str:
 
 def zones_summary(view: ShardsView) -> str:
     """Per owner: zones by state; then the zones that need attention."""
-    states = [s for s in ZONE_STATES if any(z.state == s for z in view.zones)]
-    states += sorted({z.state for z in view.zones} - set(ZONE_STATES))
+    states: list[str] = [s for s in ZoneState if any(z.state == s for z in view.zones)]
+    states += sorted({z.state for z in view.zones} - set(ZoneState))
     owners = view.owner_counts()
     rows = []
     for owner in sorted(owners, key=lambda o: (o == "-", o)):
@@ -91,7 +92,7 @@ def zones_summary(view: ShardsView) -> str:
         ]
     )
     text = grid(["OWNER", "ZONES", *(s.upper() for s in states), "ERRORS"], rows)
-    attention = [z for z in view.zones if z.state != "active" or z.last_error]
+    attention = [z for z in view.zones if z.state != ZoneState.ACTIVE or z.last_error]
     if attention:
         shown = attention[:ATTENTION_ROWS]
         more = f" (first {len(shown)} of {len(attention)})" if len(attention) > len(shown) else ""

@@ -7,6 +7,8 @@ The contract (issue 4, design §3), which users and scripts rely on:
 never a traceback, for the command line); keys it does not know are ignored, so a newer replica that adds
 fields still reads. A view built from the cluster objects has no "self" (None) and, without a zone list,
 no zones (`zones_known` False) and no per-member zone counts (None); its `notes` say what it could not know.
+State names are shardsync.sharding.states' enums; a row keeps the text it was given, so a state this
+version does not know (a newer replica's) still reads.
 """
 
 from __future__ import annotations
@@ -15,9 +17,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-MEMBER_STATES = ("ready", "restarting", "draining", "expired")
-ZONE_STATES = ("active", "pending", "parked", "orphaned")
 
 
 class InvalidView(ValueError):

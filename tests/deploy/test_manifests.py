@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 import shardsync
+import shardsync.ownership.metrics  # registers the ownership metrics
 import shardsync.replica
-import shardsync.sharding.ownership  # registers the sharding metrics
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
 from shardsync.providers import rfc2136 as rfc2136_provider
 from shardsync.server import parse_address

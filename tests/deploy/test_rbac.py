@@ -12,6 +12,7 @@ import pytest
 
 from shardsync.sharding.assignment import configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
+from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from tests.deploy import api_calls
 from tests.deploy import manifests as m
@@ -83,7 +84,7 @@ def test_named_rules_never_hold_create(base: list[Obj]) -> None:
 def test_the_assignment_is_listed_by_name(base: list[Obj]) -> None:
     # list/watch limited by resourceNames only pass with a metadata.name field selector naming the object.
     kube: Any = SimpleNamespace()
-    watch = AssignmentWatch(kube, m.NAMESPACE, "shardsync", Timings.derive(15, 5))
+    watch = AssignmentWatch(Site(kube, m.NAMESPACE, "shardsync", "shardsync-0", Timings.derive(15, 5)))
     rule = next(
         r
         for r in m.find(base, "Role", "shardsync")["rules"]

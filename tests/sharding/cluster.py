@@ -20,15 +20,16 @@ import anyio
 import anyio.abc
 
 from shardsync import __version__
-from shardsync.config import Settings
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
+from shardsync.notify import Notifier
+from shardsync.ownership.active_passive import ActivePassiveOwnership
+from shardsync.ownership.sharded import ShardedOwnership
 from shardsync.providers.fake import FakeProvider, FakeStore, Limits
 from shardsync.registry import TxtRegistry
-from shardsync.sharding.active_passive import ActivePassiveOwnership
-from shardsync.sharding.ownership import ShardedOwnership
+from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.worker import Worker, WorkerOptions
 
@@ -44,30 +45,22 @@ def user_agent(identity: str) -> str:
     return f"shardsync/{__version__} ({identity})"
 
 
-def settings(identity: str, weight: int = 1, restart_grace: float = 30.0, sharding: bool = True) -> Settings:
-    return Settings(
-        identity=identity,
-        lease_namespace=NAMESPACE,
-        instance=INSTANCE,
-        lease_duration=LEASE,
-        renew_interval=RENEW,
-        settle_delay=SETTLE,
-        restart_grace=restart_grace,
-        weight=weight,
-        sharding=sharding,
-    )
+def site(kube: Kube, identity: str, weight: int = 1, restart_grace: float = 30.0) -> Site:
+    timings = Timings.derive(LEASE, RENEW, SETTLE, restart_grace)
+    return Site(kube, NAMESPACE, INSTANCE, identity, timings, weight=weight)
 
 
 @dataclass(eq=False)
 class Node:
-    """One replica: what `Host` asks for (worker, zones, zones_changed), plus its handles."""
+    """One replica: what the ownership port's `Host` asks for (worker, zones, zones_changed), plus its
+    handles."""
 
     identity: str
     kube: Kube
     worker: Worker
     ownership: ShardedOwnership | ActivePassiveOwnership
     zones: set[str]
-    zones_changed: anyio.Event = field(default_factory=anyio.Event)
+    zones_changed: Notifier = field(default_factory=Notifier)
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
 
@@ -80,12 +73,11 @@ class Node:
         """Zones this node would write now."""
         if not self.ownership.may_write():
             return set()
-        return set(self.worker.status)
+        return set(self.worker.statuses)
 
     def set_zones(self, zones: set[str]) -> None:
         self.zones = set(zones)
-        self.zones_changed.set()
-        self.zones_changed = anyio.Event()
+        self.zones_changed.notify()
 
 
 @dataclass
@@ -109,18 +101,14 @@ class Cluster:
         sharding: bool = True,
     ) -> Node:
         kube = Kube(self.apiserver.api_client(user_agent=user_agent(identity)))
-        s = settings(identity, weight, restart_grace, sharding)
-        timings = Timings.from_settings(s)
+        where = site(kube, identity, weight, restart_grace)
         ownership: ShardedOwnership | ActivePassiveOwnership
-        if sharding:
-            ownership = ShardedOwnership(s, kube, timings=timings)
-        else:
-            ownership = ActivePassiveOwnership(s, kube, timings=timings)
+        ownership = ShardedOwnership(where) if sharding else ActivePassiveOwnership(where)
         worker = Worker(
             FakeProvider(self.store, identity),
             TxtRegistry(owner_id=OWNER_ID),
             self.desired,
-            WorkerOptions(interval=1.0, event_delay=0.0, concurrency=4, owner_id=OWNER_ID, max_backoff=2.0),
+            WorkerOptions(interval=1.0, event_delay=0.0, concurrency=4, max_backoff=2.0),
             may_write=ownership.may_write,
             on_fenced=ownership.on_fenced,
         )

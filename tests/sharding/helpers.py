@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from shardsync.sharding.membership import MemberState, MemberStatus
+from shardsync.sharding.membership import MemberStatus
+from shardsync.sharding.states import MemberState
 
 
 def status(

@@ -20,8 +20,8 @@ from shardsync.sharding.assignment import (
     validate_pins,
 )
 from shardsync.sharding.clock import FakeClock
-from shardsync.sharding.membership import MemberState
 from shardsync.sharding.ring import Ring, RingParams
+from shardsync.sharding.states import MemberState
 
 from .helpers import ready, status
 

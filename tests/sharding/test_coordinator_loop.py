@@ -19,6 +19,7 @@ from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.coordinator_loop import Candidate, CoordinatorLoop
 from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.member_loop import MemberLoop
+from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from tests.sharding.cluster import INSTANCE, LEASE, NAMESPACE, RENEW, SETTLE, user_agent, wait_for
 
@@ -69,7 +70,7 @@ async def test_one_leader_and_a_released_lease_is_taken_over_at_once(apiserver: 
     ids = ("c0", "c1", "c2")
     async with kubes(apiserver, *ids, "admin") as clients, anyio.create_task_group() as tg:
         candidates = [
-            Candidate(k, NAMESPACE, INSTANCE, i, TIMINGS) for k, i in zip(clients, ids, strict=False)
+            Candidate(Site(k, NAMESPACE, INSTANCE, i, TIMINGS)) for k, i in zip(clients, ids, strict=False)
         ]
         for candidate in candidates:
             tg.start_soon(candidate.run)
@@ -106,9 +107,10 @@ async def test_the_coordinator_publishes_and_continues_from_the_stored_generatio
 
         def start(index: int) -> CoordinatorLoop:
             identity = f"p{index}"
-            members = MemberLoop(clients[index], NAMESPACE, INSTANCE, identity, TIMINGS)
-            watch = AssignmentWatch(clients[index], NAMESPACE, INSTANCE, TIMINGS)
-            loop = CoordinatorLoop(clients[index], NAMESPACE, INSTANCE, identity, TIMINGS, members, watch)
+            site = Site(clients[index], NAMESPACE, INSTANCE, identity, TIMINGS)
+            members = MemberLoop(site)
+            watch = AssignmentWatch(site)
+            loop = CoordinatorLoop(site, members, watch)
             for task in (members.run, watch.run, loop.run):
                 tg.start_soon(task)
             return loop

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.clock import FakeClock
-from shardsync.sharding.handoff import ZoneState, handoff, may_acquire, peer_may_write, zone_state
-from shardsync.sharding.membership import LivenessTracker, MemberLease, MemberState, MemberStatus
+from shardsync.sharding.handoff import handoff, may_acquire, peer_may_write, zone_state
+from shardsync.sharding.membership import LivenessTracker, MemberLease, MemberStatus
+from shardsync.sharding.states import MemberState, ZoneState
 
 from .helpers import status
 

@@ -16,7 +16,9 @@ from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import LEASES
 from shardsync.sharding.member_loop import MemberLoop
-from shardsync.sharding.membership import MemberState, member_lease_name
+from shardsync.sharding.membership import member_lease_name
+from shardsync.sharding.site import Site
+from shardsync.sharding.states import MemberState
 from shardsync.sharding.timings import Timings
 from tests.sharding.cluster import INSTANCE, LEASE, NAMESPACE, RENEW, user_agent, wait_for
 
@@ -45,7 +47,7 @@ async def running(*tasks: Callable[[], Coroutine[Any, Any, Any]]) -> AsyncIterat
 async def members(apiserver: ApiServer, *identities: str, weight: int = 1) -> AsyncIterator[list[MemberLoop]]:
     kubes = [Kube(apiserver.api_client(user_agent=user_agent(i))) for i in identities]
     loops = [
-        MemberLoop(k, NAMESPACE, INSTANCE, i, TIMINGS, weight=weight)
+        MemberLoop(Site(k, NAMESPACE, INSTANCE, i, TIMINGS, weight=weight))
         for k, i in zip(kubes, identities, strict=True)
     ]
     try:

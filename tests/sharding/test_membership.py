@@ -14,13 +14,13 @@ from shardsync.sharding.membership import (
     LivenessTracker,
     MalformedLease,
     MemberLease,
-    MemberState,
     identity_from_name,
     label_selector,
     may_write,
     member_lease_name,
     write_deadline,
 )
+from shardsync.sharding.states import MemberState
 
 INSTANCE = "dns"
 

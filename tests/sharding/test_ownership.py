@@ -174,7 +174,7 @@ async def test_a_replica_cut_off_from_the_api_stops_writing_before_its_zones_are
         others = [o for i, o in ((i, n.sharded) for i, n in c.nodes.items()) if i != victim]
 
         def taken_over() -> bool:
-            return all(any(z in o.active for o in others) for z in its_zones)
+            return all(any(z in o.state.active for o in others) for z in its_zones)
 
         took = await wait_for(taken_over, 3 * LEASE, f"takeover: {describe(c)}")
         print(f"cut off: self-fenced after {fenced_after:.2f}s, zones taken over after {took:.2f}s")
@@ -381,15 +381,15 @@ async def test_a_write_refused_by_the_fence_drops_the_zone_until_a_newer_generat
         # owner must let the zone go rather than retry it under the same generation.
         c.store.acquire_fence(zone, FenceToken(view.generation, "intruder"), writer="intruder")
         c.set_record(zone, "10.253.0.1")
-        await wait_for(lambda: zone not in owner.worker.status, 5, "zone dropped")
-        assert owner.sharded.dropped == {zone: view.generation}
+        await wait_for(lambda: zone not in owner.worker.statuses, 5, "zone dropped")
+        assert owner.sharded.state.dropped == {zone: view.generation}
         rows = {r["zone"]: r for r in owner.sharded.snapshot(owner)["zones"]}
         assert rows[zone]["state"] == "pending" and rows[zone]["owner"] == owner.identity
         await anyio.sleep(0.5)
-        assert zone not in owner.worker.status  # not retried under the same generation
+        assert zone not in owner.worker.statuses  # not retried under the same generation
         # A newer generation that still gives it the zone: it takes a newer fence and writes again.
         await c.add("r3")
-        await wait_for(lambda: zone in owner.worker.status, 10, "zone taken back")
+        await wait_for(lambda: zone in owner.worker.statuses, 10, "zone taken back")
         await wait_for(
             lambda: c.store.fence_of(zone) == FenceToken(view.generation + 1, owner.identity), 5, "new fence"
         )

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from shardsync.local.apiserver import ApiServer
+from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.providers.fake import overlapping_writes
-from shardsync.sharding.active_passive import ActivePassiveOwnership
 from tests.sharding.cluster import LEASE, Cluster, Node, cluster, wait_for
 
 pytestmark = pytest.mark.anyio

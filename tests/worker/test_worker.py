@@ -47,7 +47,7 @@ async def running(worker: Worker) -> AsyncIterator[Worker]:
 
 
 def make(store: FakeStore, desired: DesiredIndex, identity: str = "r0", **opts: object) -> Worker:
-    options = WorkerOptions(interval=60, event_delay=0, concurrency=4, owner_id="shard", **opts)  # type: ignore[arg-type]
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=4, **opts)  # type: ignore[arg-type]
     return Worker(FakeProvider(store, identity), TxtRegistry(owner_id="shard"), desired, options)
 
 
@@ -82,7 +82,7 @@ async def test_foreign_records_are_never_touched() -> None:
     worker = make(store, desired)
     async with running(worker):
         worker.own(ZONE)
-        await eventually(lambda: worker.status[ZONE].syncs >= 1)
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
     assert names(store)[("www.ex.com", "A")] == ("198.51.100.7",)
     assert [e.writer for e in store.audit() if e.op == "apply"] == []
 
@@ -96,7 +96,7 @@ async def test_fenced_write_drops_the_zone() -> None:
     worker._on_fenced = lambda zone, token: fenced.append((zone, token))
     async with running(worker):
         worker.own(ZONE, FenceToken(generation=1, identity="r0"))
-        await eventually(lambda: worker.status[ZONE].syncs >= 1)
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
         assert store.fence_of(ZONE) == FenceToken(1, "r0")
         # a newer owner takes the zone; our next write must be refused by the provider itself
         store.acquire_fence(ZONE, FenceToken(generation=2, identity="r1"), writer="r1")
@@ -118,8 +118,8 @@ async def test_failing_zone_backs_off_and_does_not_block_others() -> None:
         worker.own(ZONE)
         await eventually(lambda: ("www.ex.com", "A") in names(store))
         await eventually(lambda: worker._schedule.failures("bad.com") >= 1)
-        assert worker.status["bad.com"].last_error
-        assert worker.status["bad.com"].syncs == 0
+        assert worker.statuses["bad.com"].last_error
+        assert worker.statuses["bad.com"].syncs == 0
         # the failed zone is retried later, not in a hot loop
         due = worker._schedule.next_due()
         assert due is not None
@@ -142,9 +142,7 @@ async def test_release_waits_for_the_write_in_flight_and_stops_writing() -> None
     desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
     provider = SlowApply(store, "r0")
     provider.entered = anyio.Event()
-    worker = Worker(
-        provider, TxtRegistry(owner_id="shard"), desired, WorkerOptions(event_delay=0, owner_id="shard")
-    )
+    worker = Worker(provider, TxtRegistry(owner_id="shard"), desired, WorkerOptions(event_delay=0))
     async with running(worker):
         worker.own(ZONE)
         with anyio.fail_after(5):
@@ -170,7 +168,7 @@ async def test_dry_run_writes_nothing() -> None:
     worker = make(store, desired, dry_run=True)
     async with running(worker):
         worker.own(ZONE, FenceToken(generation=1, identity="r0"))
-        await eventually(lambda: worker.status[ZONE].syncs >= 1)
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
     assert names(store) == {}
     assert store.audit() == []
     assert store.fence_of(ZONE) is None

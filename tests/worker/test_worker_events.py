@@ -50,7 +50,7 @@ async def test_a_rejected_record_is_reported_on_its_source_object() -> None:
         ep = Endpoint.new(f"{name}.ex.com", "A", ["192.0.2.1"], labels={RESOURCE_LABEL: resource})
         desired.set_object(resource, [ep])
     events = Recording()
-    options = WorkerOptions(interval=60, event_delay=0, concurrency=1, owner_id="shard")
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=1)
     worker = Worker(FakeProvider(store, "r0"), TxtRegistry(owner_id="shard"), desired, options, events=events)
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run)

@@ -4,8 +4,8 @@
      "members": [{"identity", "state", "weight", "zones", "observedGeneration", "lastRenewSeen"}],
      "zones": [{"zone", "owner", "state", "lastSync", "lastSyncSeconds", "records", "lastError"}]}
 
-member state: ready | restarting | draining | expired; zone state: active | pending | orphaned | parked;
-timestamps RFC 3339 (UTC, `Z`), null when unknown. Pure formatting; each ownership mode fills it in.
+member state: a shardsync.sharding.states.MemberState; zone state: a ZoneState; timestamps RFC 3339 (UTC,
+`Z`), null when unknown. Pure formatting; each ownership mode fills it in.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from shardsync.ownership.port import ZoneStatus
 from shardsync.sharding.clock import rfc3339
-from shardsync.worker import ZoneStatus
+from shardsync.sharding.states import MemberState, ZoneState
 
 
 def unix_rfc3339(ts: float) -> str | None:
@@ -25,7 +26,7 @@ def unix_rfc3339(ts: float) -> str | None:
 
 def member_row(
     identity: str,
-    state: str,
+    state: MemberState,
     weight: int,
     zones: int,
     observed_generation: int | None,
@@ -33,7 +34,7 @@ def member_row(
 ) -> dict[str, Any]:
     return {
         "identity": identity,
-        "state": state,
+        "state": str(state),
         "weight": weight,
         "zones": zones,
         "observedGeneration": observed_generation,
@@ -41,12 +42,12 @@ def member_row(
     }
 
 
-def zone_row(zone: str, owner: str | None, state: str, status: ZoneStatus | None) -> dict[str, Any]:
+def zone_row(zone: str, owner: str | None, state: ZoneState, status: ZoneStatus | None) -> dict[str, Any]:
     """One zone; `status` is this replica's worker status when it runs the zone (else no sync figures)."""
     return {
         "zone": zone,
         "owner": owner,
-        "state": state,
+        "state": str(state),
         "lastSync": unix_rfc3339(status.last_sync) if status else None,
         "lastSyncSeconds": round(status.last_sync_seconds, 6) if status and status.syncs else None,
         "records": status.records if status and status.syncs else None,

@@ -1,7 +1,8 @@
 """Active/active ownership: this replica reconciles exactly the zones the assignment gives it, handing them
-over safely (design §2 rules 3-6). It implements shardsync.replica's `Ownership` protocol.
+over safely (design §2 rules 3-6). It implements shardsync.ownership.port's `Ownership`.
 
-`ShardedOwnership.run(host)` runs the member lease (`MemberLoop`), the assignment watch, the coordinator
+`ShardedOwnership` is the I/O shell around the pure `ShardState` (shard_state.py, where each rule's step
+is explained). `run(host)` runs the member lease (`MemberLoop`), the assignment watch, the coordinator
 (`CoordinatorLoop`: every replica is a candidate) and the shard loop, which on every change (a new
 generation, a member lease, the provider's zone list, a timer) does, in this order:
 1. nothing while self-fenced (rule 5); after the lease was renewed past its write fence, a fresh GET of the
@@ -24,102 +25,65 @@ Either way the coordinator lease is given back.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import anyio
-from prometheus_client import Counter, Gauge, Histogram
 
 from shardsync.backoff import Backoff
-from shardsync.config import Settings
-from shardsync.kube import Kube, KubeError
+from shardsync.kube import KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
+from shardsync.ownership import shards_view
+from shardsync.ownership.metrics import GENERATION, HANDOFF_WAIT, MOVED
+from shardsync.ownership.port import Host
+from shardsync.ownership.shard_state import Gate, ShardState
 from shardsync.providers.base import FenceToken
-from shardsync.sharding import shards_view
-from shardsync.sharding.assignment import Assignment, is_successor
+from shardsync.sharding.assignment import Assignment
 from shardsync.sharding.assignment_watch import AssignmentWatch
-from shardsync.sharding.clock import Clock, SystemClock, wall_at
+from shardsync.sharding.clock import wall_at
 from shardsync.sharding.coordinator_loop import CoordinatorLoop
 from shardsync.sharding.departure import departure
-from shardsync.sharding.handoff import handoff, may_acquire, zone_state
-from shardsync.sharding.host import Host
+from shardsync.sharding.handoff import zone_state
 from shardsync.sharding.member_loop import MemberLoop
-from shardsync.sharding.timings import Timings
+from shardsync.sharding.site import Site
+from shardsync.sharding.states import MemberState
 
 log = get_logger(__name__)
-
-GENERATION = Gauge("shardsync_assignment_generation", "The assignment generation this replica works under")
-MOVED = Counter("shardsync_zones_moved_total", "Zones handed to or taken from this replica", ["direction"])
-HANDOFF_WAIT = Histogram(
-    "shardsync_handoff_wait_seconds",
-    "From seeing a gained zone to starting it (waiting for the previous owner, rule 4)",
-    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60),
-)
 
 
 class ShardedOwnership:
     """See the module docstring."""
 
-    def __init__(
-        self, settings: Settings, kube: Kube, *, timings: Timings | None = None, clock: Clock | None = None
-    ) -> None:
-        self.identity = settings.identity
-        self.namespace = settings.lease_namespace
-        self.kube = kube
-        self.timings = timings if timings is not None else Timings.from_settings(settings)
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.members = MemberLoop(
-            kube,
-            self.namespace,
-            settings.instance,
-            self.identity,
-            self.timings,
-            weight=settings.weight,
-            clock=self.clock,
-        )
-        self.watch = AssignmentWatch(kube, self.namespace, settings.instance, self.timings)
-        self.coordinator = CoordinatorLoop(
-            kube,
-            self.namespace,
-            settings.instance,
-            self.identity,
-            self.timings,
-            self.members,
-            self.watch,
-            self.clock,
-        )
-        self.view: Assignment | None = None
-        self.previous: Assignment | None = None
-        self.active: set[str] = set()  # handed to the worker
-        self.pending: dict[str, float] = {}  # gained, waiting for rule 4: zone -> since (monotonic)
-        self.dropped: dict[str, int] = {}  # zone -> generation under which its fence refused our write
-        self._read_epoch = -1  # the member loop's fence epoch our view was (re)read under
-        self._view_read_at = math.inf  # when we got hold of the view (monotonic)
-        self._fresh_view_asked_for = math.nan  # the view read for which an early renewal was asked
-        self._requalify = False  # a generation was skipped: kept zones go through rule 4 again
-        self._draining = False
-        self._stopping = False
-        self._writing = False
-        self._waiting_logged: tuple[int, tuple[str, ...]] | None = None
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.identity = site.identity
+        self.timings = site.timings
+        self.clock = site.clock
+        self.members = MemberLoop(site)
+        self.watch = AssignmentWatch(site)
+        self.coordinator = CoordinatorLoop(site, self.members, self.watch)
+        self.state = ShardState(site.identity, site.timings)
         self._wake = Notifier()
         self._progress = Notifier()  # after every pass of the shard loop
         for source in (self.members.changed, self.watch.changed):
             source.forward_to(self._wake)
         self._scope: anyio.CancelScope | None = None
 
-    # -- the Ownership protocol ------------------------------------------------------------------------
+    @property
+    def view(self) -> Assignment | None:
+        """The generation this replica works under."""
+        return self.state.view
+
+    # -- the Ownership port ----------------------------------------------------------------------------
 
     def may_write(self) -> bool:
         """Our lease is fresh (rule 5), our view was read since it last lapsed, and we are not stopping."""
-        return (
-            not self._stopping and self.members.may_write() and self._read_epoch == self.members.fence_epoch
-        )
+        return self.state.may_write(self.members.may_write(), self.members.fence_epoch)
 
     def ready(self) -> tuple[bool, str]:
         if not self.members.may_write():
             return False, "member lease not held"
-        if self.view is None:
+        if self.state.view is None:
             return False, "no assignment seen yet"
         return True, ""
 
@@ -128,10 +92,10 @@ class ShardedOwnership:
         await self._initial_read()
         async with anyio.create_task_group() as tg:
             self._scope = tg.cancel_scope
+            host.zones_changed.forward_to(self._wake)
             tg.start_soon(self.members.run)
             tg.start_soon(self.watch.run)
             tg.start_soon(self.coordinator.run)
-            tg.start_soon(self._follow_zones, host)
             tg.start_soon(self._shard_loop, host)
 
     def is_coordinator(self) -> bool:
@@ -139,8 +103,7 @@ class ShardedOwnership:
 
     def on_fenced(self, zone: str, token: FenceToken | None) -> None:
         """The worker's callback: the zone's fence refused our write, so someone newer holds it."""
-        generation = self.view.generation if self.view is not None else 0
-        self.dropped[zone] = generation
+        generation = self.state.fenced(zone)
         log.warning(
             "zone dropped after a refused write",
             zone=zone,
@@ -162,11 +125,6 @@ class ShardedOwnership:
         except KubeError as exc:
             log.info("assignment not readable at start-up", error=str(exc))
 
-    async def _follow_zones(self, host: Host) -> None:
-        while True:
-            await host.zones_changed.wait()
-            self._wake.notify()
-
     async def _shard_loop(self, host: Host) -> None:
         backoff = Backoff(initial=0.2, maximum=max(1.0, self.timings.renew_interval))
         while True:
@@ -182,135 +140,94 @@ class ShardedOwnership:
 
     async def _pass(self, host: Host) -> float:
         """One look at the world; returns the longest it may sleep before the next."""
-        if self._stopping:
+        state = self.state
+        if state.stopping:
             return self.timings.renew_interval
         if not self.members.may_write():
-            if self._writing:
-                self._writing = False
+            if state.self_fenced():
                 log.warning(
                     "self-fenced: member lease not renewed in time, writes stopped",
-                    generation=self.view.generation if self.view else "",
-                    zones=len(self.active),
+                    generation=state.view.generation if state.view else "",
+                    zones=len(state.active),
                 )
             return self.timings.renew_interval
         epoch = self.members.fence_epoch
-        if epoch != self._read_epoch:
+        if state.needs_read(epoch):
             await self.watch.refresh()
-            self._read_epoch = epoch
-            self._view_read_at = self.clock.monotonic()
-            host.worker.mark_dirty(self.active)  # resume at once what backed off while fenced
+            state.view_read(epoch, self.clock.monotonic())
+            host.worker.mark_dirty(state.active)  # resume at once what backed off while fenced
             log.info(
                 "assignment read afresh after (re)acquiring the member lease",
                 generation=self.watch.current.generation if self.watch.current else "",
             )
-        if not self._writing:
-            self._writing = True
-        latest = self.watch.current
-        if latest is not None and is_successor(self.view, latest):
-            self._switch(latest)
-        if self.view is None:
+        state.writing = True
+        switch = state.switch(self.watch.current, self.clock.monotonic())
+        if switch is not None:
+            GENERATION.set(switch.new.generation)
+            log.info(
+                "generation switched",
+                generation=switch.new.generation,
+                previous=switch.old.generation if switch.old else 0,
+                members=len(switch.new.members),
+                owned=state.owned(),
+            )
+        if state.view is None:
             return self.timings.renew_interval
-        return await self._handoff(host, self.view)
-
-    def _switch(self, new: Assignment) -> None:
-        old = self.view
-        self.previous, self.view = old, new
-        self._view_read_at = self.clock.monotonic()
-        if old is not None and new.generation > old.generation + 1:
-            self._requalify = True
-        self.dropped = {zone: g for zone, g in self.dropped.items() if g >= new.generation}
-        GENERATION.set(new.generation)
-        log.info(
-            "generation switched",
-            generation=new.generation,
-            previous=old.generation if old else 0,
-            members=len(new.members),
-            owned=len(new.zones_of(self.identity, self.active | set(self.pending))),
-        )
+        return await self._handoff(host, state.view)
 
     async def _handoff(self, host: Host, view: Assignment) -> float:
+        state = self.state
         zones = set(host.zones)
-        plan = handoff(self.identity, view, zones, self.active | set(self.pending))
-        release = set(plan.release) | (set(self.dropped) & self.active)
-        if self._requalify:
-            release |= plan.keep & self.active
-            self._requalify = False
-        for zone in sorted(release):
-            self.pending.pop(zone, None)
-            if zone in self.active:
-                self.active.discard(zone)
-                await host.worker.release(zone)
-                MOVED.labels("out").inc()
-                log.info(
-                    "zone released",
-                    zone=zone,
-                    generation=view.generation,
-                    owner=view.owner_of(zone) or "-",
-                )
+        for zone in state.release_plan(zones):
+            state.releasing(zone)
+            await host.worker.release(zone)
+            MOVED.labels("out").inc()
+            log.info("zone released", zone=zone, generation=view.generation, owner=view.owner_of(zone) or "-")
         # Rule 3: every zone not ours in this generation is stopped; only now say so.
-        if self.members.acknowledged is None or self.members.acknowledged < view.generation:
-            self.members.acknowledge(view.generation)
-            log.info("generation acknowledged", generation=view.generation)
-        if self._draining:
-            return self.timings.renew_interval
-        now = self.clock.monotonic()
-        for zone in sorted(view.zones_of(self.identity, zones) - self.active - set(self.pending)):
-            if self.dropped.get(zone, -1) < view.generation:
-                self.pending[zone] = now
+        generation = state.acknowledgement(self.members.acknowledged, zones)
+        if generation is not None:
+            self.members.acknowledge(generation)
+            log.info("generation acknowledged", generation=generation)
+        if not state.gain(zones, self.clock.monotonic()):
+            return self.timings.renew_interval  # draining: nothing is gained
         return self._acquire(host, view)
 
     def _acquire(self, host: Host, view: Assignment) -> float:
         """Rule 4 for every pending zone; returns how long until the next verdict may change."""
-        if not self.pending:
+        state = self.state
+        if not state.pending:
             return self.timings.renew_interval
         synced_at = self.members.tracker.synced_at
-        if not self.may_write() or synced_at is None or synced_at < self._view_read_at:
-            if self.may_write() and self._fresh_view_asked_for != self._view_read_at:
-                # Waiting for the next regular renewal would leave gained zones unowned for up to a renew
-                # interval (a restarted replica's parked zones, say): ask for the renewal now.
-                self._fresh_view_asked_for = self._view_read_at
+        gate = state.acquire_gate(self.may_write(), synced_at)
+        if gate is not Gate.OPEN:
+            if gate is Gate.ASK:
                 self.members.renew_soon()
             log.debug(
                 "acquiring waits for a fresh member view",
-                zones=len(self.pending),
+                zones=len(state.pending),
                 synced_at=synced_at,
-                view_read_at=self._view_read_at,
+                view_read_at=state.view_read_at,
             )
             return self.timings.renew_interval  # woken by the echo of our next renewal
-        now = self.clock.monotonic()
-        statuses = self.members.statuses()
-        retry_at = math.inf
-        blockers: set[str] = set()
-        for zone in sorted(self.pending):
-            verdict = may_acquire(
-                zone, self.identity, view, self.previous, statuses, self.timings.acquire_margin
-            )
-            if not verdict.allowed:
-                blockers.update(verdict.waiting_for)
-                if verdict.retry_at is not None:
-                    retry_at = min(retry_at, verdict.retry_at)
-                continue
-            since = self.pending.pop(zone)
-            self.active.add(zone)
+        result = state.acquire(self.clock.monotonic(), self.members.statuses())
+        for zone, waited in result.acquired:
             host.worker.own(zone, FenceToken(view.generation, self.identity))
-            HANDOFF_WAIT.observe(now - since)
+            HANDOFF_WAIT.observe(waited)
             MOVED.labels("in").inc()
-            log.info("zone acquired", zone=zone, generation=view.generation, waited=f"{now - since:.3f}s")
-        waiting = (view.generation, tuple(sorted(blockers)))
-        if blockers and waiting != self._waiting_logged:
-            self._waiting_logged = waiting
+            log.info("zone acquired", zone=zone, generation=view.generation, waited=f"{waited:.3f}s")
+        if result.waiting_for is not None:
             log.info(
                 "zones wait for their previous owners",
                 generation=view.generation,
-                zones=len(self.pending),
-                waiting_for=",".join(waiting[1]),
+                zones=len(state.pending),
+                waiting_for=",".join(result.waiting_for),
             )
-        return max(0.0, min(self.timings.renew_interval, retry_at - now))
+        return result.delay
 
     # -- /shards ---------------------------------------------------------------------------------------
 
     def snapshot(self, host: Host) -> dict[str, Any]:
-        view = self.view
+        view = self.state.view
         generation = view.generation if view is not None else 0
         statuses = self.members.statuses()
         owners = {zone: (view.owner_of(zone) if view is not None else None) for zone in sorted(host.zones)}
@@ -320,26 +237,25 @@ class ShardedOwnership:
             status = statuses.get(identity)
             if status is None:  # listed in the assignment, lease gone
                 weight = next((m.weight for m in view.members if m.identity == identity), 1) if view else 1
-                members.append(
-                    shards_view.member_row(identity, "expired", weight, counts.get(identity, 0), None, None)
+                row = shards_view.member_row(
+                    identity, MemberState.EXPIRED, weight, counts.get(identity, 0), None, None
                 )
-                continue
-            members.append(
-                shards_view.member_row(
+            else:
+                row = shards_view.member_row(
                     identity,
-                    str(status.state),
+                    status.state,
                     status.weight,
                     counts.get(identity, 0),
                     status.observed_generation,
                     wall_at(self.clock, status.last_change),
                 )
-            )
+            members.append(row)
         rows = []
         for zone, owner in owners.items():
             owner_status = statuses.get(owner) if owner is not None else None
-            acquired = (zone in self.active and self.may_write()) if owner == self.identity else None
+            acquired = (zone in self.state.active and self.may_write()) if owner == self.identity else None
             state = zone_state(owner, owner_status, generation, acquired)
-            rows.append(shards_view.zone_row(zone, owner, str(state), host.worker.status.get(zone)))
+            rows.append(shards_view.zone_row(zone, owner, state, host.worker.status(zone)))
         return shards_view.snapshot(
             generation, self.coordinator.candidate.leader, self.identity, members, rows
         )
@@ -347,7 +263,8 @@ class ShardedOwnership:
     # -- stopping (rule 6) -----------------------------------------------------------------------------
 
     async def stop(self, host: Host) -> None:
-        verdict = await departure(self.kube, self.namespace, self.identity, self.timings.request_timeout)
+        site = self.site
+        verdict = await departure(site.kube, site.namespace, self.identity, self.timings.request_timeout)
         log.info("stopping", leaving=verdict.leaving, reason=verdict.reason)
         try:
             if verdict.leaving:
@@ -356,34 +273,31 @@ class ShardedOwnership:
                 await self._restart(host)
             await self.coordinator.release()
         finally:
-            self._stopping = True
+            self.state.stop()
             if self._scope is not None:
                 self._scope.cancel()
 
     async def _drain(self, host: Host) -> None:
-        self._draining = True
+        state = self.state
+        state.start_draining()
         self.members.set_draining()
         if not await self.members.flush(self.timings.request_timeout):
             log.warning("could not mark the member lease draining")
-        log.info("draining: waiting for the coordinator to move our zones", zones=len(self.active))
+        log.info("draining: waiting for the coordinator to move our zones", zones=len(state.active))
         with anyio.move_on_after(self.timings.drain_timeout) as scope:
-            while not self._drained():
+            while not state.drained():
                 ticket = self._progress.ticket()
-                if self._drained():
+                if state.drained():
                     break
                 await ticket.wait()
         if scope.cancelled_caught:
-            log.warning("draining timed out; releasing our zones anyway", zones=len(self.active))
-        self._stopping = True
+            log.warning("draining timed out; releasing our zones anyway", zones=len(state.active))
+        state.stop()
         await self._release_all(host)
         await self.members.leave()
 
-    def _drained(self) -> bool:
-        view = self.view
-        return view is not None and self.identity not in view.identities and not self.active
-
     async def _restart(self, host: Host) -> None:
-        self._stopping = True  # no write from here on
+        self.state.stop()  # no write from here on
         await self._release_all(host)
         self.members.set_restarting()
         if not await self.members.flush(self.timings.request_timeout):
@@ -391,11 +305,10 @@ class ShardedOwnership:
         await self.members.close()
         log.info(
             "restarting: member lease kept, zones parked",
-            generation=self.view.generation if self.view else "",
+            generation=self.state.view.generation if self.state.view else "",
         )
 
     async def _release_all(self, host: Host) -> None:
-        for zone in sorted(self.active | set(host.worker.owned())):
+        for zone in sorted(self.state.active | set(host.worker.owned())):
             await host.worker.release(zone)
-        self.active.clear()
-        self.pending.clear()
+        self.state.forget_all()

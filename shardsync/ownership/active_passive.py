@@ -12,34 +12,27 @@ from typing import Any
 
 import anyio
 
-from shardsync.config import Settings
-from shardsync.kube import Kube
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
+from shardsync.ownership import shards_view
+from shardsync.ownership.metrics import GENERATION
+from shardsync.ownership.port import Host
 from shardsync.providers.base import FenceToken
-from shardsync.sharding import shards_view
-from shardsync.sharding.clock import Clock, SystemClock, wall_at
+from shardsync.sharding.clock import wall_at
 from shardsync.sharding.coordinator_loop import Candidate
-from shardsync.sharding.host import Host
-from shardsync.sharding.ownership import GENERATION
-from shardsync.sharding.timings import Timings
+from shardsync.sharding.site import Site
+from shardsync.sharding.states import MemberState, ZoneState
 
 log = get_logger(__name__)
 
 
 class ActivePassiveOwnership:
-    """Implements shardsync.replica's `Ownership` protocol for `--sharding=off`."""
+    """Implements shardsync.ownership.port's `Ownership` for `--sharding=off`."""
 
-    def __init__(
-        self, settings: Settings, kube: Kube, *, timings: Timings | None = None, clock: Clock | None = None
-    ) -> None:
-        self.identity = settings.identity
-        self.weight = settings.weight
-        self.timings = timings if timings is not None else Timings.from_settings(settings)
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.candidate = Candidate(
-            kube, settings.lease_namespace, settings.instance, self.identity, self.timings, self.clock
-        )
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.identity = site.identity
+        self.candidate = Candidate(site)
         self.token: FenceToken | None = None  # while we lead
         self.dropped: set[str] = set()
         self._stopping = False
@@ -70,20 +63,15 @@ class ActivePassiveOwnership:
     async def run(self, host: Host) -> None:
         async with anyio.create_task_group() as tg:
             self._scope = tg.cancel_scope
+            host.zones_changed.forward_to(self._wake)
             tg.start_soon(self.candidate.run)
-            tg.start_soon(self._follow_zones, host)
             tg.start_soon(self._loop, host)
-
-    async def _follow_zones(self, host: Host) -> None:
-        while True:
-            await host.zones_changed.wait()
-            self._wake.notify()
 
     async def _loop(self, host: Host) -> None:
         while True:
             ticket = self._wake.ticket()
             await self._pass(host)
-            await self._wake.wait(ticket, self.timings.renew_interval)
+            await self._wake.wait(ticket, self.site.timings.renew_interval)
 
     async def _pass(self, host: Host) -> None:
         worker = host.worker
@@ -119,24 +107,26 @@ class ActivePassiveOwnership:
             members.append(
                 shards_view.member_row(
                     leader,
-                    "ready",
-                    self.weight if leader == self.identity else 1,
+                    MemberState.READY,
+                    self.site.weight if leader == self.identity else 1,
                     len(zones),
                     generation,
-                    wall_at(self.clock, observed_at) if observed_at is not None else None,
+                    wall_at(self.site.clock, observed_at) if observed_at is not None else None,
                 )
             )
         if leader != self.identity:
-            members.append(shards_view.member_row(self.identity, "ready", self.weight, 0, None, None))
+            members.append(
+                shards_view.member_row(self.identity, MemberState.READY, self.site.weight, 0, None, None)
+            )
         rows = []
         for zone in zones:
-            status = host.worker.status.get(zone)
+            status = host.worker.status(zone)
             if not leader:
-                state = "orphaned"
+                state = ZoneState.ORPHANED
             elif leader == self.identity:
-                state = "active" if status is not None and self.may_write() else "pending"
+                state = ZoneState.ACTIVE if status is not None and self.may_write() else ZoneState.PENDING
             else:
-                state = "active"
+                state = ZoneState.ACTIVE
             rows.append(shards_view.zone_row(zone, leader or None, state, status))
         return shards_view.snapshot(generation, leader, self.identity, members, rows)
 
