@@ -39,8 +39,9 @@ from shardsync.local.apiserver.client import api_client
 from shardsync.local.children import Child, stop_all
 from shardsync.local.launcher import Launcher, LocalOptions, free_port
 from shardsync.objects import CONFIGMAPS
-from shardsync.providers.fake import AuditEntry, zone_name
-from shardsync.providers.fake_client import FakeAdmin
+from shardsync.providers.fake.audit import AuditEntry
+from shardsync.providers.fake.client import FakeAdmin
+from shardsync.providers.fake.seed import zone_name
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
 from shardsync.sources.service import SERVICES
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
-from shardsync.providers import fake_kind, rfc2136, webhook
+from shardsync.providers import fake, rfc2136, webhook
 from shardsync.providers.base import Provider
 
 OptionsT = TypeVar("OptionsT")
@@ -27,7 +27,7 @@ class ProviderKind(Generic[OptionsT]):
 PROVIDERS: dict[str, ProviderKind[Any]] = {
     kind.name: kind
     for kind in (
-        ProviderKind("fake", fake_kind.FLAGS, fake_kind.build),
+        ProviderKind("fake", fake.FLAGS, fake.build),
         ProviderKind("rfc2136", rfc2136.FLAGS, rfc2136.build),
         ProviderKind("webhook", webhook.FLAGS, webhook.build),
     )

@@ -13,7 +13,7 @@ import pytest
 from bench import observe, procstat, report
 from bench.scenarios.common import percentile
 from bench.scenarios.scaling import derive
-from shardsync.providers.fake import AuditEntry
+from shardsync.providers.fake.audit import AuditEntry
 
 
 def view(identity: str, active: set[str], generation: int = 2, coordinator: str = "a") -> observe.View:

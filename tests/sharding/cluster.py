@@ -25,7 +25,9 @@ from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
-from shardsync.providers.fake import FakeProvider, FakeStore, Limits
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
 from shardsync.sharding.active_passive import ActivePassiveOwnership
 from shardsync.sharding.ownership import ShardedOwnership

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from bench.audit import overlapping_writes
 from shardsync.local.apiserver import ApiServer
-from shardsync.providers.fake import overlapping_writes
 from shardsync.sharding.active_passive import ActivePassiveOwnership
 from tests.sharding.cluster import LEASE, Cluster, Node, cluster, wait_for
 

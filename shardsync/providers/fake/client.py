@@ -1,7 +1,7 @@
 """Clients of the shared fake provider server: the Provider a replica uses, and an admin client.
 
 `FakeHTTPProvider` is what `--provider=fake --fake-provider-url=URL` gives a replica: the Provider protocol
-over the server's native API (fake_server.py), identified as the replica (`identity`), so the server's
+over the server's native API (server.py), identified as the replica (`identity`), so the server's
 per-client limits and its write audit see each replica apart. It does not retry: the worker does, with
 backoff. Answers map to base.py's errors: 429 → ThrottledError, 409 → FencedError, 422 →
 BatchRejectedError (the batch was refused for its content, nothing applied), connection failure or
@@ -30,8 +30,10 @@ from shardsync.providers.base import (
     ThrottledError,
     UnreachableError,
 )
-from shardsync.providers.fake import AuditEntry, Faults, Limits
-from shardsync.providers.fake_server import CLIENT_HEADER
+from shardsync.providers.fake.audit import AuditEntry
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.server import CLIENT_HEADER
 
 DEFAULT_TIMEOUT = 10.0
 _JSON_HEADERS = {"Content-Type": "application/json"}
