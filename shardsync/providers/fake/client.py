@@ -33,7 +33,7 @@ from shardsync.providers.base import (
 from shardsync.providers.fake.audit import AuditEntry
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import Limits
-from shardsync.providers.fake.server import CLIENT_HEADER
+from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
 
 DEFAULT_TIMEOUT = 10.0
 _JSON_HEADERS = {"Content-Type": "application/json"}
@@ -100,16 +100,12 @@ class FakeHTTPProvider:
 
     async def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
         what = f"fake provider {method} {path}"
-        try:
+        with transport_errors(what, self._timeout):
             if body is None:
                 resp = await self._http.request(method, path)
             else:
                 content = orjson.dumps(body)
                 resp = await self._http.request(method, path, content=content, headers=_JSON_HEADERS)
-        except httpx.TimeoutException as exc:
-            raise UnreachableError(f"{what}: no answer within {self._timeout:g}s") from exc
-        except httpx.TransportError as exc:
-            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
         _raise_for(resp, what)
         return resp
 
@@ -144,6 +140,7 @@ class FakeAdmin:
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, identity: str = "admin") -> None:
         self.url = url.rstrip("/")
+        self._timeout = timeout
         self._http = httpx.Client(base_url=self.url, timeout=timeout, headers={CLIENT_HEADER: identity})
 
     def __enter__(self) -> FakeAdmin:
@@ -158,10 +155,8 @@ class FakeAdmin:
     def _request(self, method: str, path: str, body: Any = None, **params: Any) -> httpx.Response:
         what = f"fake provider {method} {path}"
         content = None if body is None else orjson.dumps(body)
-        try:
+        with transport_errors(what, self._timeout):
             resp = self._http.request(method, path, content=content, params=params or None)
-        except httpx.TransportError as exc:
-            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
         _raise_for(resp, what)
         return resp
 

@@ -64,12 +64,12 @@ from shardsync.providers.base import (
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import ANONYMOUS, Limits
 from shardsync.providers.fake.store import FakeStore, UnknownZoneError
+from shardsync.providers.httpclient import CLIENT_HEADER
 
 # The name it logged under as the module shardsync/providers/fake_server.py: log lines keep their logger=.
 log = logs.get_logger("shardsync.providers.fake_server")
 
 WEBHOOK_MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
-CLIENT_HEADER = "X-Shardsync-Client"
 DEFAULT_PORT = 8888
 _JSON = "application/json"
 
