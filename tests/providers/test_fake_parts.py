@@ -13,19 +13,7 @@ from shardsync.providers.fake.audit import AuditLog
 from shardsync.providers.fake.faults import Faults, InjectedError, InjectedFaults, InjectedRecordError
 from shardsync.providers.fake.limits import FakeThrottledError, Gate, Limits
 from shardsync.providers.fake.seed import seeded_records, zone_name
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
+from tests.providers.fake_helpers import FakeClock
 
 
 def enter(gate: Gate, client: str) -> None:
@@ -37,7 +25,7 @@ def enter(gate: Gate, client: str) -> None:
 
 
 def test_gate_yields_the_start_before_the_latency() -> None:
-    clock = Clock()
+    clock = FakeClock()
     gate = Gate(Limits(latency=0.25), clock=clock, wall_clock=lambda: 1e9 + clock.now, sleep=clock.sleep)
     with gate.call("a") as started:
         assert started == (100.0, 1e9 + 100.0)
@@ -47,7 +35,7 @@ def test_gate_yields_the_start_before_the_latency() -> None:
 
 def test_gate_asks_the_injected_faults_first_and_spends_no_token_on_them() -> None:
     reasons = ["throttled (injected)"]
-    clock = Clock()
+    clock = FakeClock()
     gate = Gate(Limits(rate=1, burst=1), injected=lambda: reasons.pop() if reasons else None, clock=clock)
     with pytest.raises(FakeThrottledError, match=r"throttled \(injected\)") as info:
         enter(gate, "a")
@@ -58,7 +46,7 @@ def test_gate_asks_the_injected_faults_first_and_spends_no_token_on_them() -> No
 
 
 def test_gate_token_bucket_refills_at_the_rate_up_to_the_burst() -> None:
-    clock = Clock()
+    clock = FakeClock()
     gate = Gate(Limits(rate=4, burst=2), clock=clock)
     enter(gate, "a")
     enter(gate, "a")
@@ -73,7 +61,7 @@ def test_gate_token_bucket_refills_at_the_rate_up_to_the_burst() -> None:
 
 
 def test_gate_new_limits_refill_the_buckets_to_their_size() -> None:
-    clock = Clock()
+    clock = FakeClock()
     gate = Gate(Limits(rate=1, burst=1), clock=clock)
     enter(gate, "a")
     gate.set_limits(Limits(rate=1, burst=3))
@@ -163,7 +151,7 @@ def test_injected_failures_of_zones_and_records() -> None:
 
 
 def test_audit_log_outcomes_come_from_what_the_write_did() -> None:
-    clock = Clock()
+    clock = FakeClock()
     log = AuditLog(clock=clock, wall_clock=lambda: 5.0)
     token = FenceToken(2, "r")
     log.record("apply", "z", "r", 2, token, (99.0, 4.0), 3)

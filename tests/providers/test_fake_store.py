@@ -25,7 +25,7 @@ from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.seed import zone_name
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError, UnknownZoneError
-from tests.providers.fake_helpers import Latency
+from tests.providers.fake_helpers import FakeClock, Latency
 
 Z0 = "zone-0000.example"
 Z1 = "zone-0001.example"
@@ -40,19 +40,6 @@ def store() -> FakeStore:
 
 def a(name: str, *targets: str) -> Endpoint:
     return Endpoint.new(name, "A", targets or ["192.0.2.1"])
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 # ---- seeding and records ----
