@@ -1,5 +1,6 @@
-"""The providers `--provider` can name: one line each. A provider's module owns its flags (a FlagGroup) and
-its construction (`build(options, identity)`); adding a provider is its module plus one line here."""
+"""The providers `--provider` can name: one line each. A provider's module, or its package's `__init__`
+(fake, rfc2136), owns its flags (a FlagGroup) and its construction (`build(options, identity)`); adding a
+provider is its module or package plus one line here."""
 
 from __future__ import annotations
 
