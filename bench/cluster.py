@@ -40,8 +40,9 @@ from shardsync.local.children import Child, stop_all
 from shardsync.local.infra import LocalOptions, free_port
 from shardsync.local.launcher import Launcher
 from shardsync.objects import CONFIGMAPS
-from shardsync.providers.fake import AuditEntry, zone_name
-from shardsync.providers.fake_client import FakeAdmin
+from shardsync.providers.fake.audit import AuditEntry
+from shardsync.providers.fake.client import FakeAdmin
+from shardsync.providers.fake.seed import zone_name
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
 from shardsync.sources.service import SERVICES
 

@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 import orjson
 
-from shardsync.providers.fake import AuditEntry, overlapping_writes
+from bench.audit import overlapping_writes
+from shardsync.providers.fake.audit import AuditEntry
 from shardsync.sharding.states import ZoneState
 
 

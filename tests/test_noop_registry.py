@@ -11,7 +11,8 @@ from shardsync.desired import DesiredIndex
 from shardsync.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.noop_registry import NoopRegistry
 from shardsync.plan import SkipReason, plan
-from shardsync.providers.fake import FakeProvider, FakeStore
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
 from shardsync.replica import registry_for
 from shardsync.worker import Worker, WorkerOptions

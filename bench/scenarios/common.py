@@ -20,7 +20,7 @@ from bench.profiles import Profile
 from bench.progress import Progress
 from shardsync.durations import format_duration
 from shardsync.local import seed
-from shardsync.providers.fake import AuditEntry
+from shardsync.providers.fake.audit import AuditEntry
 
 
 class ScenarioError(RuntimeError):

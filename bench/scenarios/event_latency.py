@@ -18,7 +18,7 @@ from typing import Any
 from bench.cluster import Cluster
 from bench.scenarios.common import Context, percentile, rounded, synced_cluster
 from shardsync.local import seed
-from shardsync.providers.fake import AuditEntry
+from shardsync.providers.fake.audit import AuditEntry
 
 TARGET_P99 = 1.0
 INTERVAL = 60.0

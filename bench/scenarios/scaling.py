@@ -29,7 +29,7 @@ from bench.scenarios.common import (
     synced_cluster,
 )
 from shardsync.local import seed
-from shardsync.providers.fake import AuditEntry
+from shardsync.providers.fake.audit import AuditEntry
 
 INTERVAL = 0.1
 MODES = ("sharded", "active_passive")

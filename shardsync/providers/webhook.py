@@ -52,14 +52,12 @@ from shardsync.providers.base import (
     FenceToken,
     ProviderError,
     ThrottledError,
-    UnreachableError,
 )
+from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
 
 log = get_logger(__name__)
 
 MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
-# Who is calling, for servers that care (the fake provider keys its limits and audit on it); others ignore it.
-CLIENT_HEADER = "X-Shardsync-Client"
 DEFAULT_TIMEOUT = 10.0
 
 UNFENCED_WRITES = Counter(
@@ -136,12 +134,8 @@ class WebhookProvider:
         if body is not None:
             content = orjson.dumps(body)
             headers["Content-Type"] = MEDIA_TYPE
-        try:
+        with transport_errors(what, self._timeout):
             resp = await self._http.request(method, self.url + path, content=content, headers=headers)
-        except httpx.TimeoutException as exc:
-            raise UnreachableError(f"{what}: no answer within {self._timeout:g}s") from exc
-        except httpx.TransportError as exc:
-            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
         text = f"{what}: {resp.status_code} {resp.text[:300]}"
         if resp.status_code == 429:
             raise ThrottledError(text)

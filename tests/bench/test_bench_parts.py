@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from bench import observe, procstat, report
+from bench.audit import overlapping_writes
 from bench.scenarios.common import percentile
 from bench.scenarios.scaling import derive
-from shardsync.providers.fake import AuditEntry
+from shardsync.providers.fake.audit import AuditEntry
 
 
 def view(
@@ -129,6 +130,37 @@ def test_safety_counts_overlaps_of_two_writers_and_refused_writes() -> None:
         entry(4, "z2", "b", 1.0, 2.0, outcome="fenced"),
     ]
     assert observe.safety(audit) == {"overlapping_writes": 1, "fenced_writes": 1, "writes": 5}
+
+
+def test_overlapping_writes_finds_two_writers_at_once() -> None:
+    e1, e2 = entry(0, "z1", "a", 1.0, 2.0), entry(1, "z1", "b", 1.5, 2.5)
+    assert overlapping_writes([e2, e1]) == [(e1, e2)]
+
+
+@pytest.mark.parametrize(
+    "audit",
+    [
+        [entry(0, "z1", "a", 1.0, 2.0), entry(1, "z1", "a", 1.5, 2.5)],  # same writer
+        [entry(0, "z1", "a", 1.0, 2.0), entry(1, "z1", "b", 2.0, 3.0)],  # touching, not overlapping
+        [entry(0, "z1", "a", 1.0, 2.0), entry(1, "z2", "b", 1.5, 2.5)],  # different zones
+        [entry(0, "z1", "a", 1.0, 2.0), entry(1, "z1", "b", 1.5, 2.5, outcome="fenced")],  # refused write
+    ],
+)
+def test_overlapping_writes_ignores_safe_pairs(audit: list[AuditEntry]) -> None:
+    assert overlapping_writes(audit) == []
+
+
+def test_overlapping_writes_long_write_spanning_several() -> None:
+    long = entry(0, "z1", "a", 0.0, 10.0)
+    audit = [
+        long,
+        entry(1, "z1", "b", 1.0, 2.0),
+        entry(2, "z1", "a", 3.0, 4.0),
+        entry(3, "z1", "c", 11.0, 12.0),
+    ]
+    assert overlapping_writes(audit) == [(long, audit[1])]
+    refused = entry(4, "z1", "d", 5.0, 6.0, outcome="fenced")
+    assert (long, refused) in overlapping_writes([*audit, refused], include_refused=True)
 
 
 def test_timeline_counts_zones_run_parked_and_unowned() -> None:

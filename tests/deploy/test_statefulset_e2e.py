@@ -27,8 +27,8 @@ from kubernetes import client as k8s
 from kubernetes import dynamic
 
 from shardsync.local.apiserver import ApiServer
-from shardsync.providers.fake import FakeStore
-from shardsync.providers.fake_server import FakeServer
+from shardsync.providers.fake.server import FakeServer
+from shardsync.providers.fake.store import FakeStore
 from tests.deploy import manifests as m
 from tests.deploy.kustomize import Obj
 from tests.processes import Processes, ShardsyncProcess, free_port, get_json, processes, wait_ready

@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken
-from shardsync.providers.rfc2136 import Rfc2136Provider
+from shardsync.providers.rfc2136.provider import Rfc2136Provider
 from tests.dnsservers import SERVERS, DnsTestServer, require, server_params
 from tests.kubeclient import raw_body
 from tests.processes import Processes, free_port, processes, wait_ready

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from shardsync.cli import COMMANDS
-from shardsync.providers.fake_client import FakeAdmin
+from shardsync.providers.fake.client import FakeAdmin
 from tests.waits import eventually_sync
 
 pytestmark = [

@@ -16,8 +16,8 @@ from kubernetes import client as k8s
 
 from shardsync.cli import main as cli_main
 from shardsync.local.apiserver import ApiServer
-from shardsync.providers.fake import FakeStore
-from shardsync.providers.fake_server import FakeServer
+from shardsync.providers.fake.server import FakeServer
+from shardsync.providers.fake.store import FakeStore
 from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.membership import MemberLease

@@ -31,12 +31,13 @@ from urllib.parse import quote
 import httpx
 
 from bench import observe
+from bench.audit import overlapping_writes
 from bench.cluster import OWNER_ID, Cluster, ClusterSpec, Replica, zone_names
 from shardsync.durations import format_duration
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.local import seed
 from shardsync.local.apiserver.admin import RemoteFaults
-from shardsync.providers.fake import AuditEntry, overlapping_writes
+from shardsync.providers.fake.audit import AuditEntry
 from shardsync.registry import parse_labels
 from shardsync.sharding.timings import Timings
 from shardsync.sources.crd import DNS_ENDPOINTS

@@ -18,7 +18,8 @@ from shardsync.ownership.port import Host, Ownership, ZoneStatus, ZoneWorker
 from shardsync.ownership.sharded import ShardedOwnership
 from shardsync.ownership.sole import SoleOwner
 from shardsync.providers.base import FenceToken
-from shardsync.providers.fake import FakeProvider, FakeStore
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
 from shardsync.replica import Replica
 from shardsync.worker import Worker, WorkerOptions

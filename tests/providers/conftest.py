@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from shardsync.providers.fake import FakeStore
-from shardsync.providers.fake_server import FakeServer
+from shardsync.providers.fake.server import FakeServer
+from shardsync.providers.fake.store import FakeStore
 from tests.dnsservers import SERVERS, DnsTestServer, require, server_params
 
 ZONE_POOL = 64

@@ -6,6 +6,21 @@ import threading
 import time
 
 
+class FakeClock:
+    """A monotonic clock that moves only when told to, or by what is slept on it (`sleep`)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
 class Latency:
     """A stand-in for the fake store's latency sleep, so concurrency is checked without racing the clock.
 

@@ -15,6 +15,7 @@ import anyio
 import httpx
 import pytest
 
+from bench.audit import overlapping_writes
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -25,9 +26,11 @@ from shardsync.providers.base import (
     ThrottledError,
     UnreachableError,
 )
-from shardsync.providers.fake import FakeStore, Faults, Limits, overlapping_writes
-from shardsync.providers.fake_client import FakeAdmin, FakeHTTPProvider
-from shardsync.providers.fake_server import FakeServer
+from shardsync.providers.fake.client import FakeAdmin, FakeHTTPProvider
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.server import FakeServer
+from shardsync.providers.fake.store import FakeStore
 from tests.providers.fake_helpers import Latency
 
 Z0 = "zone-0000.example"

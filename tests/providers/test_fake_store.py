@@ -1,4 +1,4 @@
-"""FakeStore in process: records, fence compare-and-set, audit and overlap detection, limits and faults."""
+"""FakeStore in process: records, fence compare-and-set, audit, limits and faults."""
 
 from __future__ import annotations
 
@@ -19,19 +19,13 @@ from shardsync.providers.base import (
     ProviderError,
     ThrottledError,
 )
-from shardsync.providers.fake import (
-    AuditEntry,
-    FakeProvider,
-    FakeStore,
-    Faults,
-    InjectedError,
-    InvalidChangesError,
-    Limits,
-    UnknownZoneError,
-    overlapping_writes,
-    zone_name,
-)
-from tests.providers.fake_helpers import Latency
+from shardsync.providers.fake.audit import AuditEntry
+from shardsync.providers.fake.faults import Faults, InjectedError
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.seed import zone_name
+from shardsync.providers.fake.store import FakeStore, InvalidChangesError, UnknownZoneError
+from tests.providers.fake_helpers import FakeClock, Latency
 
 Z0 = "zone-0000.example"
 Z1 = "zone-0001.example"
@@ -46,19 +40,6 @@ def store() -> FakeStore:
 
 def a(name: str, *targets: str) -> Endpoint:
     return Endpoint.new(name, "A", targets or ["192.0.2.1"])
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 # ---- seeding and records ----
@@ -230,50 +211,6 @@ def test_fence_never_goes_back_and_applies_need_the_current_token(
 
 
 # ---- audit ----
-
-
-def entry(seq: int, writer: str, start: float, end: float, zone: str = Z0, outcome: str = "ok") -> AuditEntry:
-    return AuditEntry.from_json(
-        {
-            "seq": seq,
-            "op": "apply",
-            "zone": zone,
-            "writer": writer,
-            "generation": 1,
-            "fence": None,
-            "start": start,
-            "end": end,
-            "startWall": start,
-            "endWall": end,
-            "outcome": outcome,
-        }
-    )
-
-
-def test_overlapping_writes_finds_two_writers_at_once() -> None:
-    e1, e2 = entry(0, "a", 1.0, 2.0), entry(1, "b", 1.5, 2.5)
-    assert overlapping_writes([e2, e1]) == [(e1, e2)]
-
-
-@pytest.mark.parametrize(
-    "audit",
-    [
-        [entry(0, "a", 1.0, 2.0), entry(1, "a", 1.5, 2.5)],  # same writer
-        [entry(0, "a", 1.0, 2.0), entry(1, "b", 2.0, 3.0)],  # touching, not overlapping
-        [entry(0, "a", 1.0, 2.0), entry(1, "b", 1.5, 2.5, zone=Z1)],  # different zones
-        [entry(0, "a", 1.0, 2.0), entry(1, "b", 1.5, 2.5, outcome="fenced")],  # refused write
-    ],
-)
-def test_overlapping_writes_ignores_safe_pairs(audit: list[AuditEntry]) -> None:
-    assert overlapping_writes(audit) == []
-
-
-def test_overlapping_writes_long_write_spanning_several() -> None:
-    long = entry(0, "a", 0.0, 10.0)
-    audit = [long, entry(1, "b", 1.0, 2.0), entry(2, "a", 3.0, 4.0), entry(3, "c", 11.0, 12.0)]
-    assert overlapping_writes(audit) == [(long, audit[1])]
-    refused = entry(4, "d", 5.0, 6.0, outcome="fenced")
-    assert (long, refused) in overlapping_writes([*audit, refused], include_refused=True)
 
 
 def test_audit_records_store_writes_with_clocks() -> None:

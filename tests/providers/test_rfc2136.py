@@ -31,8 +31,8 @@ from shardsync.providers.base import (
     RecordsRejectedError,
     UnreachableError,
 )
-from shardsync.providers.rfc2136 import Rfc2136Provider
-from shardsync.providers.rfc2136_messages import written_spelling
+from shardsync.providers.rfc2136.messages import written_spelling
+from shardsync.providers.rfc2136.provider import Rfc2136Provider
 from tests.dnsservers import DnsTestServer
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
-from shardsync.providers.rfc2136_messages import (
+from shardsync.providers.rfc2136.messages import (
     UpdateBuilder,
     endpoints_from_rrsets,
     fence_update,

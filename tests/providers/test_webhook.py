@@ -17,8 +17,9 @@ from shardsync.providers.base import (
     ThrottledError,
     UnreachableError,
 )
-from shardsync.providers.fake import FakeStore, Faults
-from shardsync.providers.fake_server import FakeServer
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.server import FakeServer
+from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.webhook import (
     MEDIA_TYPE,
     FencingUnsupportedError,

@@ -27,7 +27,9 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.notify import Notifier
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.sharded import ShardedOwnership
-from shardsync.providers.fake import FakeProvider, FakeStore, Limits
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings

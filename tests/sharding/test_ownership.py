@@ -13,11 +13,12 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
+from bench.audit import overlapping_writes
 from shardsync.kube import KubeError
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import CONFIGMAPS, LEASES, STATEFULSETS
 from shardsync.providers.base import FenceToken
-from shardsync.providers.fake import FakeStore, overlapping_writes
+from shardsync.providers.fake.store import FakeStore
 from shardsync.sharding.assignment import CONFIGMAP_KEY, Assignment, Member, configmap_name
 from shardsync.sharding.membership import member_lease_name
 from tests.sharding.cluster import (

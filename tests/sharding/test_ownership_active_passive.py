@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from bench.audit import overlapping_writes
 from shardsync.local.apiserver import ApiServer
 from shardsync.ownership.active_passive import ActivePassiveOwnership
-from shardsync.providers.fake import overlapping_writes
 from tests.sharding.cluster import LEASE, Cluster, Node, cluster, wait_for
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,10 @@ import pytest
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken
-from shardsync.providers.fake import FakeProvider, FakeStore, Faults, Limits
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually

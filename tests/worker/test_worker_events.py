@@ -10,7 +10,9 @@ from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.events import EventRecorder
 from shardsync.objects import ObjectRef
-from shardsync.providers.fake import FakeProvider, FakeStore, Faults
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually

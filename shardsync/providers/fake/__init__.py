@@ -1,4 +1,16 @@
-"""`--provider=fake`: its flags and its construction (an in-process store, or a shared fake-provider)."""
+"""The fake DNS provider, `--provider=fake`: this module holds its flags and its construction (an in-process
+store, or a shared `shardsync fake-provider`); everything else is imported from the module doing that job.
+
+- limits.py: `Limits` and the per-client gate every provider call passes (throttling, rate, concurrency,
+  latency);
+- faults.py: `Faults`, the errors injected on purpose;
+- audit.py: `AuditEntry` and the bounded audit of writes;
+- seed.py: the layout of seeded zones and records;
+- store.py: `FakeStore`, zones, records and fences under one lock, shared by both faces below;
+- provider.py: `FakeProvider`, the store in this process;
+- server.py: the store over HTTP (native API and webhook face), and the `shardsync fake-provider` command;
+- client.py: `FakeHTTPProvider`, a replica's client of that server, and `FakeAdmin`, its admin client.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +18,9 @@ from dataclasses import dataclass
 
 from shardsync.flags import ConfigError, Flag, FlagGroup
 from shardsync.providers.base import Provider
-from shardsync.providers.fake import FakeProvider, FakeStore
-from shardsync.providers.fake_client import FakeHTTPProvider
+from shardsync.providers.fake.client import FakeHTTPProvider
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 It serves one FakeStore through two faces on one port.
 
-Native JSON API (what `fake_client.FakeHTTPProvider` speaks). The caller names itself in the header
+Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself in the header
 `X-Shardsync-Client`; per-client limits are keyed on it.
 
 - `GET /v1/zones` → `{"zones": [...]}`
@@ -52,8 +52,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import orjson
 
 from shardsync import logs
-from shardsync.durations import parse_duration
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
+from shardsync.flags import duration
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -61,18 +61,15 @@ from shardsync.providers.base import (
     ProviderError,
     ThrottledError,
 )
-from shardsync.providers.fake import (
-    ANONYMOUS,
-    FakeStore,
-    Faults,
-    Limits,
-    UnknownZoneError,
-)
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.limits import ANONYMOUS, Limits
+from shardsync.providers.fake.store import FakeStore, UnknownZoneError
+from shardsync.providers.httpclient import CLIENT_HEADER
 
-log = logs.get_logger(__name__)
+# The name it logged under as the module shardsync/providers/fake_server.py: log lines keep their logger=.
+log = logs.get_logger("shardsync.providers.fake_server")
 
 WEBHOOK_MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
-CLIENT_HEADER = "X-Shardsync-Client"
 DEFAULT_PORT = 8888
 _JSON = "application/json"
 
@@ -377,25 +374,18 @@ class FakeServer:
 # ---- command line: shardsync fake-provider ----
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: any free one ({DEFAULT_PORT})")
     parser.add_argument("--zones", type=int, default=0, help="seed zones zone-0000.example ... (default 0)")
     parser.add_argument("--records-per-zone", type=int, default=0, help="A records seeded per zone")
-    parser.add_argument("--latency", type=_duration, default=0.0, help="per-call latency, e.g. 20ms")
+    parser.add_argument("--latency", type=duration, default=0.0, help="per-call latency, e.g. 20ms")
     parser.add_argument("--rate-limit", type=float, default=0.0, help="calls/s per client (0: none)")
     parser.add_argument("--burst", type=int, default=0, help="rate limit bucket size (0: one second's worth)")
     parser.add_argument("--concurrency", type=int, default=0, help="calls in flight per client (0: no limit)")
     parser.add_argument(
         "--queue-timeout",
-        type=_duration,
+        type=duration,
         default=2.0,
         help="how long a call waits for a concurrency slot before it is throttled (default 2s)",
     )

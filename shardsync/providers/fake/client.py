@@ -1,7 +1,7 @@
 """Clients of the shared fake provider server: the Provider a replica uses, and an admin client.
 
 `FakeHTTPProvider` is what `--provider=fake --fake-provider-url=URL` gives a replica: the Provider protocol
-over the server's native API (fake_server.py), identified as the replica (`identity`), so the server's
+over the server's native API (server.py), identified as the replica (`identity`), so the server's
 per-client limits and its write audit see each replica apart. It does not retry: the worker does, with
 backoff. Answers map to base.py's errors: 429 → ThrottledError, 409 → FencedError, 422 →
 BatchRejectedError (the batch was refused for its content, nothing applied), connection failure or
@@ -30,8 +30,10 @@ from shardsync.providers.base import (
     ThrottledError,
     UnreachableError,
 )
-from shardsync.providers.fake import AuditEntry, Faults, Limits
-from shardsync.providers.fake_server import CLIENT_HEADER
+from shardsync.providers.fake.audit import AuditEntry
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
 
 DEFAULT_TIMEOUT = 10.0
 _JSON_HEADERS = {"Content-Type": "application/json"}
@@ -98,16 +100,12 @@ class FakeHTTPProvider:
 
     async def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
         what = f"fake provider {method} {path}"
-        try:
+        with transport_errors(what, self._timeout):
             if body is None:
                 resp = await self._http.request(method, path)
             else:
                 content = orjson.dumps(body)
                 resp = await self._http.request(method, path, content=content, headers=_JSON_HEADERS)
-        except httpx.TimeoutException as exc:
-            raise UnreachableError(f"{what}: no answer within {self._timeout:g}s") from exc
-        except httpx.TransportError as exc:
-            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
         _raise_for(resp, what)
         return resp
 
@@ -142,6 +140,7 @@ class FakeAdmin:
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT, identity: str = "admin") -> None:
         self.url = url.rstrip("/")
+        self._timeout = timeout
         self._http = httpx.Client(base_url=self.url, timeout=timeout, headers={CLIENT_HEADER: identity})
 
     def __enter__(self) -> FakeAdmin:
@@ -156,10 +155,8 @@ class FakeAdmin:
     def _request(self, method: str, path: str, body: Any = None, **params: Any) -> httpx.Response:
         what = f"fake provider {method} {path}"
         content = None if body is None else orjson.dumps(body)
-        try:
+        with transport_errors(what, self._timeout):
             resp = self._http.request(method, path, content=content, params=params or None)
-        except httpx.TransportError as exc:
-            raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
         _raise_for(resp, what)
         return resp
 

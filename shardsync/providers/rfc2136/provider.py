@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import anyio
@@ -50,7 +49,6 @@ import dns.xfr
 from prometheus_client import Counter, Histogram
 
 from shardsync.endpoint import Changes, Endpoint, normalize_name
-from shardsync.flags import ConfigError, Flag, FlagGroup, duration
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     FencedError,
@@ -59,7 +57,7 @@ from shardsync.providers.base import (
     RecordsRejectedError,
     UnreachableError,
 )
-from shardsync.providers.rfc2136_messages import (
+from shardsync.providers.rfc2136.messages import (
     UpdateBatch,
     UpdateBuilder,
     absolute,
@@ -70,7 +68,8 @@ from shardsync.providers.rfc2136_messages import (
     newest_token,
 )
 
-log = get_logger(__name__)
+# The package's name, the one it logged under as a single module: log lines keep their logger=.
+log = get_logger("shardsync.providers.rfc2136")
 
 DEFAULT_FENCE_PREFIX = "_shardsync-fence"
 FENCE_CAS_ATTEMPTS = 3
@@ -402,112 +401,3 @@ class Rfc2136Provider:
         result = "unreachable" if isinstance(mapped, UnreachableError) else "error"
         REQUESTS.labels(operation, result).inc()
         return mapped
-
-
-# -- flags and construction ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rfc2136Options:
-    """The `--rfc2136-*` flags."""
-
-    host: str = ""
-    port: int = 53
-    zones: tuple[str, ...] = ()
-    tsig_keyname: str = ""
-    tsig_secret: str = field(default="", repr=False)
-    tsig_secret_file: str = ""
-    tsig_secret_alg: str = "hmac-sha256"
-    min_ttl: float = 0.0
-    batch_change_size: int = 50
-    timeout: float = 10.0
-
-    def secret(self) -> str:
-        """The TSIG secret from the flag/environment, else read from the file (never logged)."""
-        if self.tsig_secret:
-            return self.tsig_secret
-        if self.tsig_secret_file:
-            with open(self.tsig_secret_file, encoding="utf-8") as fh:
-                return fh.read().strip()
-        return ""
-
-
-def _validate(o: Rfc2136Options) -> None:
-    if not (o.host and o.zones):
-        raise ConfigError("--provider=rfc2136 needs --rfc2136-host and at least one --rfc2136-zone")
-    if o.batch_change_size < 1:
-        raise ConfigError("--rfc2136-batch-change-size must be at least 1")
-
-
-FLAGS = FlagGroup(
-    "rfc2136",
-    "rfc2136 provider (--provider=rfc2136)",
-    Rfc2136Options,
-    (
-        Flag(
-            "host",
-            "DNS server receiving UPDATEs and answering AXFR",
-            flag="rfc2136-host",
-            external_dns="--rfc2136-host",
-        ),
-        Flag("port", "its port", kind=int, flag="rfc2136-port", external_dns="--rfc2136-port"),
-        Flag(
-            "zones",
-            "zone managed on that server (repeatable)",
-            repeat=True,
-            flag="rfc2136-zone",
-            external_dns="--rfc2136-zone",
-        ),
-        Flag(
-            "tsig_keyname",
-            "TSIG key name",
-            flag="rfc2136-tsig-keyname",
-            external_dns="--rfc2136-tsig-keyname",
-        ),
-        Flag(
-            "tsig_secret",
-            "TSIG secret, base64 (prefer the file or the environment)",
-            flag="rfc2136-tsig-secret",
-            external_dns="--rfc2136-tsig-secret",
-            secret=True,
-        ),
-        Flag("tsig_secret_file", "file holding the TSIG secret", flag="rfc2136-tsig-secret-file"),
-        Flag(
-            "tsig_secret_alg",
-            "TSIG algorithm",
-            flag="rfc2136-tsig-secret-alg",
-            external_dns="--rfc2136-tsig-secret-alg",
-        ),
-        Flag(
-            "min_ttl",
-            "lowest TTL written (lower ones are raised)",
-            kind=duration,
-            flag="rfc2136-min-ttl",
-            external_dns="--rfc2136-min-ttl",
-        ),
-        Flag(
-            "batch_change_size",
-            "changes per UPDATE message",
-            kind=int,
-            flag="rfc2136-batch-change-size",
-            external_dns="--rfc2136-batch-change-size",
-        ),
-        Flag("timeout", "timeout of one DNS exchange", kind=duration, flag="rfc2136-timeout"),
-    ),
-    _validate,
-)
-
-
-def build(options: Rfc2136Options, identity: str) -> Rfc2136Provider:
-    """The provider `--provider=rfc2136` and its `--rfc2136-*` flags describe."""
-    return Rfc2136Provider(
-        options.host,
-        options.port,
-        options.zones,
-        tsig_keyname=options.tsig_keyname,
-        tsig_secret=options.secret(),
-        tsig_algorithm=options.tsig_secret_alg,
-        min_ttl=options.min_ttl,
-        batch_change_size=options.batch_change_size,
-        timeout=options.timeout,
-    )

@@ -1,0 +1,196 @@
+"""The fake provider's gate: a cloud DNS API's latency and per-client limits, in front of every provider call.
+
+Every provider call (zones, records, apply, acquire_fence) passes the gate before it touches any data, as a
+cloud DNS API does:
+1. injected throttling (`Faults.throttle_next`, `Faults.throttle_ratio`, see faults.py) answers "throttled";
+2. a per-client token bucket (`Limits.rate` calls/s, `Limits.burst`) answers "throttled" when empty;
+3. at most `Limits.concurrency` calls per client are in flight; later ones wait up to
+   `Limits.queue_timeout`, then are throttled. This keeps the fake latency-bound per client, so N replicas
+   get N times the throughput of one, as they would from a real provider;
+4. the call sleeps `Limits.latency` (in the calling thread), then runs (the store: atomically under its lock).
+Clients are told apart by an identity string (the replica's identity).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from shardsync.providers.base import ThrottledError
+
+ANONYMOUS = "anonymous"  # the client of a call that does not name itself
+
+
+class FakeThrottledError(ThrottledError):
+    """Throttled, with the number of seconds after which a retry may succeed (sent as Retry-After)."""
+
+    def __init__(self, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How the fake behaves like a remote API: latency and per-client limits. None means no limit."""
+
+    latency: float = 0.0
+    rate: float | None = None  # calls per second per client (token bucket)
+    burst: int | None = None  # bucket size; default: one second's worth of calls
+    concurrency: int | None = None  # calls per client in flight at once
+    queue_timeout: float = 2.0  # how long a call waits for a concurrency slot before it is throttled
+
+    def __post_init__(self) -> None:
+        if self.latency < 0 or self.queue_timeout < 0:
+            raise ValueError("latency and queue_timeout must be >= 0")
+        if self.rate is not None and self.rate <= 0:
+            raise ValueError("rate must be > 0 (None for no limit)")
+        if self.burst is not None and self.burst < 1:
+            raise ValueError("burst must be >= 1")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise ValueError("concurrency must be >= 1 (None for no limit)")
+
+    @property
+    def bucket_size(self) -> float:
+        if self.burst is not None:
+            return float(self.burst)
+        return float(max(1, math.ceil(self.rate or 1)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "latency": self.latency,
+            "rateLimit": self.rate,
+            "burst": self.burst,
+            "concurrency": self.concurrency,
+            "queueTimeout": self.queue_timeout,
+        }
+
+    def merged(self, data: Mapping[str, Any]) -> Limits:
+        """These limits with the fields present in `data` (JSON names) replaced; raises ValueError."""
+        names = {
+            "latency": "latency",
+            "rateLimit": "rate",
+            "burst": "burst",
+            "concurrency": "concurrency",
+            "queueTimeout": "queue_timeout",
+        }
+        unknown = set(data) - set(names)
+        if unknown:
+            raise ValueError(f"unknown limits: {sorted(unknown)}")
+        fields: dict[str, Any] = {}
+        for key, attr in names.items():
+            if key in data:
+                value = data[key]
+                if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)):
+                    raise ValueError(f"{key} must be a number or null")
+                if attr in ("latency", "queue_timeout") and value is None:
+                    value = 0.0
+                if attr in ("burst", "concurrency") and value is not None:
+                    value = int(value)
+                fields[attr] = value
+        return replace(self, **fields)
+
+
+def _never_throttled() -> str | None:
+    return None
+
+
+@dataclass(slots=True)
+class _Client:
+    """Per-client gate state: calls in flight and the token bucket."""
+
+    in_flight: int = 0
+    tokens: float = 0.0
+    refilled: float = 0.0
+    primed: bool = False
+
+
+class Gate:
+    """Admits calls per client in the order of the module docstring. Thread-safe.
+
+    `injected` is step 1: it returns why a call is throttled on purpose, or None.
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        injected: Callable[[], str | None] = _never_throttled,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._limits = limits or Limits()
+        self._injected = injected
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._sleep = sleep
+        self._cond = threading.Condition()
+        self._clients: dict[str, _Client] = {}
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    def set_limits(self, limits: Limits) -> None:
+        with self._cond:
+            self._limits = limits
+            for state in self._clients.values():
+                state.primed = False  # refill buckets to the new size
+            self._cond.notify_all()  # waiters re-check against a raised concurrency limit
+
+    @contextmanager
+    def call(self, client: str) -> Iterator[tuple[float, float]]:
+        """Admit one call of `client` (FakeThrottledError when refused); yields its start (monotonic, wall),
+        taken when it got its slot, before the latency."""
+        limits = self._limits
+        with self._cond:
+            self._admit(client, limits)
+            state = self._clients.setdefault(client, _Client())
+            if limits.concurrency is not None:
+
+                def has_slot() -> bool:
+                    limit = self._limits.concurrency
+                    return limit is None or state.in_flight < limit
+
+                if not self._cond.wait_for(has_slot, timeout=limits.queue_timeout):
+                    raise FakeThrottledError(
+                        f"client {client}: {state.in_flight} calls in flight (limit {limits.concurrency})",
+                        retry_after=max(limits.latency, 0.1),
+                    )
+            state.in_flight += 1
+        try:
+            started = (self._clock(), self._wall_clock())
+            if limits.latency > 0:
+                self._sleep(limits.latency)
+            yield started
+        finally:
+            with self._cond:
+                state.in_flight -= 1
+                self._cond.notify_all()
+
+    def _admit(self, client: str, limits: Limits) -> None:
+        # Called with the gate lock held.
+        reason = self._injected()
+        if reason is not None:
+            raise FakeThrottledError(reason)
+        if limits.rate is None:
+            return
+        state = self._clients.setdefault(client, _Client())
+        now = self._clock()
+        size = limits.bucket_size
+        if state.primed:
+            state.tokens = min(size, state.tokens + (now - state.refilled) * limits.rate)
+        else:
+            state.tokens, state.primed = size, True
+        state.refilled = now
+        if state.tokens < 1.0:
+            raise FakeThrottledError(
+                f"client {client}: over the rate limit of {limits.rate:g} calls/s",
+                retry_after=(1.0 - state.tokens) / limits.rate,
+            )
+        state.tokens -= 1.0

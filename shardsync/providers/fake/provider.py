@@ -1,0 +1,51 @@
+"""`FakeProvider`: the Provider protocol over a FakeStore in this process (`--fake-zone`, no provider URL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+from shardsync.endpoint import Changes, Endpoint
+from shardsync.providers.base import FenceToken
+from shardsync.providers.fake.limits import ANONYMOUS
+from shardsync.providers.fake.store import FakeStore
+
+T = TypeVar("T")
+
+
+class FakeProvider:
+    """The Provider protocol over a FakeStore in this process, as client `identity`.
+
+    Store calls run in worker threads, because the store blocks them for latency and concurrency slots
+    exactly as the HTTP server's handler threads are blocked; a cancelled call waits for its thread (at
+    most queue_timeout + latency), so no write lands after the caller has stopped waiting.
+    """
+
+    name = "fake"
+
+    def __init__(self, store: FakeStore, identity: str = ANONYMOUS, *, max_threads: int = 64) -> None:
+        self.store = store
+        self.identity = identity
+        self._threads = anyio.CapacityLimiter(max_threads)
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(fn, limiter=self._threads)
+
+    async def zones(self) -> list[str]:
+        return await self._run(partial(self.store.zones, self.identity))
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        return await self._run(partial(self.store.records, zone, self.identity))
+
+    async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
+        await self._run(partial(self.store.apply, zone, changes, fence, writer=self.identity))
+
+    async def acquire_fence(self, zone: str, token: FenceToken) -> None:
+        await self._run(partial(self.store.acquire_fence, zone, token, writer=self.identity))
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,290 @@
+"""The fake provider's data: zones, records and fences in memory; every call gated, every write audited.
+
+`FakeStore` is one thread-safe backend that both faces share: `FakeProvider` (provider.py, in-process,
+`--provider=fake`) and the HTTP server (server.py, `shardsync fake-provider`, shared by several replica
+processes). A provider call (zones, records, apply, acquire_fence) first passes the gate (limits.py: injected
+throttling, rate, concurrency, latency), then runs atomically under the store's data lock, where the
+injected failures (faults.py) are checked. Changes that cannot apply (create of an existing RRset, delete of
+a missing one, a name outside the zone) refuse the whole batch (InvalidChangesError, a BatchRejectedError),
+as an injected record failure does.
+
+Fences (design §2 rule 8) are a per-zone compare-and-set, kept beside the records and never listed with
+them: `acquire_fence` succeeds when the zone has no fence, already holds that exact token, or holds an older
+generation's token; `apply` with a token succeeds only while the zone's fence is exactly that token. An
+apply without a token is unfenced and always allowed (active/passive mode, the webhook face).
+
+Every write that passed the gate is audited (audit.py), refused ones too; `seed` adds zones by the layout
+of seed.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
+from shardsync.providers.base import BatchRejectedError, FencedError, FenceToken, ProviderError
+from shardsync.providers.fake.audit import DEFAULT_AUDIT_LIMIT, AuditEntry, AuditLog
+from shardsync.providers.fake.faults import Faults, InjectedFaults
+from shardsync.providers.fake.limits import ANONYMOUS, Gate, Limits
+from shardsync.providers.fake.seed import seeded_records, zone_name
+
+Key = tuple[str, str, str]
+
+
+class UnknownZoneError(ProviderError):
+    """The zone is not served by this provider."""
+
+
+class InvalidChangesError(BatchRejectedError):
+    """The changes cannot apply to the zone as it is (create of an existing RRset, delete of a missing one,
+    a name outside the zone). Nothing of the batch was applied."""
+
+
+class FakeStore:
+    """The shared in-memory backend (see the module docstring). Every public method is thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        limits: Limits | None = None,
+        faults: Faults | None = None,
+        audit_limit: int = DEFAULT_AUDIT_LIMIT,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._faults = InjectedFaults(faults)
+        # The gate has its own lock, apart from the data's, so that calls waiting for a slot never hold up
+        # calls already running.
+        self._gate = Gate(
+            limits, injected=self._faults.throttle, clock=clock, wall_clock=wall_clock, sleep=sleep
+        )
+        self._data = threading.Lock()
+        self._zones: dict[str, dict[Key, Endpoint]] = {}
+        self._fences: dict[str, FenceToken] = {}
+        self._index: ZoneIndex | None = None
+        self._audit = AuditLog(audit_limit, clock=clock, wall_clock=wall_clock)
+
+    # ---- configuration (never gated) ----
+
+    @property
+    def limits(self) -> Limits:
+        return self._gate.limits
+
+    def set_limits(self, limits: Limits) -> None:
+        self._gate.set_limits(limits)
+
+    @property
+    def faults(self) -> Faults:
+        return self._faults.current
+
+    def set_faults(self, faults: Faults) -> None:
+        self._faults.set(faults)
+
+    def add_zone(self, zone: str, records: Iterable[Endpoint] = ()) -> None:
+        """Serve `zone` (again), replacing its records with `records`. Its fence is kept."""
+        zone = normalize_name(zone)
+        with self._data:
+            self._zones[zone] = {r.key: r for r in records}
+            self._index = None
+
+    def seed(self, zones: int, records_per_zone: int) -> list[str]:
+        """Add the seeded zones 0..zones-1 (layout: seed.py) that are not there yet."""
+        names = [zone_name(i, zones) for i in range(zones)]
+        with self._data:
+            for i, name in enumerate(names):
+                if name not in self._zones:
+                    self._zones[name] = {r.key: r for r in seeded_records(i, name, records_per_zone)}
+            self._index = None
+        return names
+
+    # ---- inspection (never gated: for tests, the admin API and the bench) ----
+
+    def peek(self, zone: str) -> list[Endpoint]:
+        """The zone's records now, bypassing limits and faults."""
+        with self._data:
+            return sorted(self._zone(normalize_name(zone)).values(), key=lambda e: e.key)
+
+    def fence_of(self, zone: str) -> FenceToken | None:
+        with self._data:
+            return self._fences.get(normalize_name(zone))
+
+    def audit(self, since: int = 0, zone: str | None = None) -> list[AuditEntry]:
+        """Audit entries with seq >= `since` (optionally of one zone), oldest first."""
+        with self._data:
+            entries = self._audit.since(since)
+        if zone is not None:
+            zone = normalize_name(zone)
+            entries = [e for e in entries if e.zone == zone]
+        return entries
+
+    def audit_dropped(self) -> int:
+        """How many of the oldest entries fell off the bounded audit."""
+        with self._data:
+            return self._audit.dropped()
+
+    def clear_audit(self) -> None:
+        with self._data:
+            self._audit.clear()
+
+    # ---- provider calls (gated) ----
+
+    def zones(self, client: str = ANONYMOUS) -> list[str]:
+        with self._gate.call(client), self._data:
+            return sorted(self._zones)
+
+    def records(self, zone: str, client: str = ANONYMOUS) -> list[Endpoint]:
+        zone = normalize_name(zone)
+        with self._gate.call(client), self._data:
+            self._faults.check_zone(zone)
+            return sorted(self._zone(zone).values(), key=lambda e: e.key)
+
+    def all_records(self, client: str = ANONYMOUS) -> list[Endpoint]:
+        """Every zone's records in one call (the webhook protocol is not zone-scoped)."""
+        with self._gate.call(client), self._data:
+            out: list[Endpoint] = []
+            for zone in sorted(self._zones):
+                self._faults.check_zone(zone)
+                out.extend(sorted(self._zones[zone].values(), key=lambda e: e.key))
+            return out
+
+    def apply(
+        self,
+        zone: str,
+        changes: Changes,
+        fence: FenceToken | None = None,
+        *,
+        writer: str,
+        generation: int | None = None,
+    ) -> None:
+        """Apply `changes` to `zone` atomically; with `fence`, only while the zone's fence is exactly it.
+
+        `generation` defaults to the fence's. Raises FencedError, UnknownZoneError, InvalidChangesError,
+        InjectedError or ThrottledError; every attempt past the gate is audited.
+        """
+        zone = normalize_name(zone)
+        if generation is None and fence is not None:
+            generation = fence.generation
+        with self._gate.call(writer) as started, self._data:
+            try:
+                self._zone(zone)
+                self._faults.check_zone(zone)
+                if fence is not None:
+                    current = self._fences.get(zone)
+                    if current != fence:
+                        held = current.to_text() if current else "no fence"
+                        raise FencedError(f"zone {zone}: fence holds {held}, not {fence.to_text()}")
+                self._faults.check_records(changes)
+                staged = self._stage(zone, changes)
+            except ProviderError as exc:
+                self._audit.record("apply", zone, writer, generation, fence, started, exc)
+                raise
+            _commit(self._zones[zone], staged)
+            self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
+
+    def apply_by_name(self, changes: Changes, *, writer: str) -> None:
+        """Apply changes spanning any zones, placing each RRset in its most specific zone (the webhook face).
+
+        Unfenced. All zones commit together or none does; one audit entry per zone touched.
+        """
+        with self._gate.call(writer) as started, self._data:
+            index = self._zone_index()
+            parts: dict[str, Changes] = {}
+            try:
+                for attr in ("create", "update_old", "update_new", "delete"):
+                    for ep in getattr(changes, attr):
+                        zone = index.zone_of(ep.dns_name)
+                        if zone is None:
+                            raise InvalidChangesError(f"{ep.dns_name}: in no zone this provider serves")
+                        getattr(parts.setdefault(zone, Changes()), attr).append(ep)
+                staged: dict[str, dict[Key, Endpoint | None]] = {}
+                for zone, part in sorted(parts.items()):
+                    self._faults.check_zone(zone)
+                    self._faults.check_records(part)
+                    staged[zone] = self._stage(zone, part)
+            except ProviderError as exc:
+                for zone in sorted(parts):
+                    self._audit.record("apply", zone, writer, None, None, started, exc)
+                raise
+            for zone, zone_staged in staged.items():
+                _commit(self._zones[zone], zone_staged)
+                self._audit.record("apply", zone, writer, None, None, started, len(parts[zone]))
+
+    def acquire_fence(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
+        """Make `token` the zone's fence: a compare-and-set (see the module docstring)."""
+        zone = normalize_name(zone)
+        writer = writer or token.identity
+        with self._gate.call(writer) as started, self._data:
+            try:
+                self._zone(zone)
+                self._faults.check_zone(zone)
+                current = self._fences.get(zone)
+                if current is not None and current != token and current.generation >= token.generation:
+                    raise FencedError(
+                        f"zone {zone}: fence holds {current.to_text()}, not older than {token.to_text()}"
+                    )
+            except ProviderError as exc:
+                self._audit.record("fence", zone, writer, token.generation, token, started, exc)
+                raise
+            self._fences[zone] = token
+            self._audit.record("fence", zone, writer, token.generation, token, started, 0)
+
+    # ---- internals (called with the data lock held) ----
+
+    def _zone(self, zone: str) -> dict[Key, Endpoint]:
+        try:
+            return self._zones[zone]
+        except KeyError:
+            raise UnknownZoneError(f"unknown zone {zone!r}") from None
+
+    def _zone_index(self) -> ZoneIndex:
+        if self._index is None:
+            self._index = ZoneIndex(self._zones)
+        return self._index
+
+    def _stage(self, zone: str, changes: Changes) -> dict[Key, Endpoint | None]:
+        """Validate `changes` against the zone; return key -> new value (None: delete). Changes nothing."""
+        records = self._zones[zone]
+        index = self._zone_index()
+        staged: dict[Key, Endpoint | None] = {}
+
+        def current(key: Key) -> Endpoint | None:
+            return staged[key] if key in staged else records.get(key)
+
+        everything = (*changes.create, *changes.update_old, *changes.update_new, *changes.delete)
+        for ep in everything:
+            if index.zone_of(ep.dns_name) != zone:
+                raise InvalidChangesError(f"{ep.dns_name}: not in zone {zone}")
+        if len(changes.update_old) != len(changes.update_new):
+            raise InvalidChangesError("updateOld and updateNew differ in length")
+        # Deletes first, then updates, then creates: a batch may delete an RRset and create it anew.
+        for ep in changes.delete:
+            if current(ep.key) is None:
+                raise InvalidChangesError(f"delete {_describe(ep)}: no such record")
+            staged[ep.key] = None
+        for old, new in zip(changes.update_old, changes.update_new, strict=True):
+            if old.key != new.key:
+                raise InvalidChangesError(f"update {_describe(old)} -> {_describe(new)}: not the same RRset")
+            if current(old.key) is None:
+                raise InvalidChangesError(f"update {_describe(old)}: no such record")
+            staged[new.key] = new
+        for ep in changes.create:
+            if current(ep.key) is not None:
+                raise InvalidChangesError(f"create {_describe(ep)}: already exists")
+            staged[ep.key] = ep
+        return staged
+
+
+def _commit(records: dict[Key, Endpoint], staged: Mapping[Key, Endpoint | None]) -> None:
+    for key, value in staged.items():
+        if value is None:
+            records.pop(key, None)
+        else:
+            records[key] = value
+
+
+def _describe(ep: Endpoint) -> str:
+    ident = f" [{ep.set_identifier}]" if ep.set_identifier else ""
+    return f"{ep.dns_name} {ep.record_type}{ident}"

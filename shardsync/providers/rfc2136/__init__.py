@@ -1,0 +1,118 @@
+"""The RFC 2136 provider, `--provider=rfc2136`: this module holds its flags and its construction.
+
+The provider itself (AXFR listing, batched UPDATEs, the fence compare-and-set) is provider.py; the pure
+message building and parsing under it is messages.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shardsync.flags import ConfigError, Flag, FlagGroup, duration
+from shardsync.providers.rfc2136.provider import Rfc2136Provider
+
+
+@dataclass(frozen=True, slots=True)
+class Rfc2136Options:
+    """The `--rfc2136-*` flags."""
+
+    host: str = ""
+    port: int = 53
+    zones: tuple[str, ...] = ()
+    tsig_keyname: str = ""
+    tsig_secret: str = field(default="", repr=False)
+    tsig_secret_file: str = ""
+    tsig_secret_alg: str = "hmac-sha256"
+    min_ttl: float = 0.0
+    batch_change_size: int = 50
+    timeout: float = 10.0
+
+    def secret(self) -> str:
+        """The TSIG secret from the flag/environment, else read from the file (never logged)."""
+        if self.tsig_secret:
+            return self.tsig_secret
+        if self.tsig_secret_file:
+            with open(self.tsig_secret_file, encoding="utf-8") as fh:
+                return fh.read().strip()
+        return ""
+
+
+def _validate(o: Rfc2136Options) -> None:
+    if not (o.host and o.zones):
+        raise ConfigError("--provider=rfc2136 needs --rfc2136-host and at least one --rfc2136-zone")
+    if o.batch_change_size < 1:
+        raise ConfigError("--rfc2136-batch-change-size must be at least 1")
+
+
+FLAGS = FlagGroup(
+    "rfc2136",
+    "rfc2136 provider (--provider=rfc2136)",
+    Rfc2136Options,
+    (
+        Flag(
+            "host",
+            "DNS server receiving UPDATEs and answering AXFR",
+            flag="rfc2136-host",
+            external_dns="--rfc2136-host",
+        ),
+        Flag("port", "its port", kind=int, flag="rfc2136-port", external_dns="--rfc2136-port"),
+        Flag(
+            "zones",
+            "zone managed on that server (repeatable)",
+            repeat=True,
+            flag="rfc2136-zone",
+            external_dns="--rfc2136-zone",
+        ),
+        Flag(
+            "tsig_keyname",
+            "TSIG key name",
+            flag="rfc2136-tsig-keyname",
+            external_dns="--rfc2136-tsig-keyname",
+        ),
+        Flag(
+            "tsig_secret",
+            "TSIG secret, base64 (prefer the file or the environment)",
+            flag="rfc2136-tsig-secret",
+            external_dns="--rfc2136-tsig-secret",
+            secret=True,
+        ),
+        Flag("tsig_secret_file", "file holding the TSIG secret", flag="rfc2136-tsig-secret-file"),
+        Flag(
+            "tsig_secret_alg",
+            "TSIG algorithm",
+            flag="rfc2136-tsig-secret-alg",
+            external_dns="--rfc2136-tsig-secret-alg",
+        ),
+        Flag(
+            "min_ttl",
+            "lowest TTL written (lower ones are raised)",
+            kind=duration,
+            flag="rfc2136-min-ttl",
+            external_dns="--rfc2136-min-ttl",
+        ),
+        Flag(
+            "batch_change_size",
+            "changes per UPDATE message",
+            kind=int,
+            flag="rfc2136-batch-change-size",
+            external_dns="--rfc2136-batch-change-size",
+        ),
+        Flag("timeout", "timeout of one DNS exchange", kind=duration, flag="rfc2136-timeout"),
+    ),
+    _validate,
+)
+
+
+def build(options: Rfc2136Options, identity: str) -> Rfc2136Provider:
+    """The provider `--provider=rfc2136` and its `--rfc2136-*` flags describe."""
+    return Rfc2136Provider(
+        options.host,
+        options.port,
+        options.zones,
+        tsig_keyname=options.tsig_keyname,
+        tsig_secret=options.secret(),
+        tsig_algorithm=options.tsig_secret_alg,
+        min_ttl=options.min_ttl,
+        batch_change_size=options.batch_change_size,
+        timeout=options.timeout,
+    )
