@@ -22,6 +22,23 @@ from shardsync.local.apiserver import ApiServer, ApiServerProcess
 MakeApiServer = Callable[..., Any]
 
 
+# Tests that start DNS servers, real processes or a fresh venv; everything else is the fast layer.
+SLOW_MARKERS = frozenset({"bind", "knot", "pdns", "multiprocess", "image"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the fast layer, so it is one command: `pytest -m fast`."""
+    for item in items:
+        if not SLOW_MARKERS & {mark.name for mark in item.iter_markers()}:
+            item.add_marker(pytest.mark.fast)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Every async test runs on asyncio, the backend shardsync runs on (`anyio.run`'s default)."""
+    return "asyncio"
+
+
 @pytest.fixture
 def make_apiserver(tmp_path: Path) -> Iterator[MakeApiServer]:
     started: list[ApiServer | ApiServerProcess] = []

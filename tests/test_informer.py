@@ -18,11 +18,6 @@ from tests.waits import eventually
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def lease(name: str, holder: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": {"app": "x"}}, "spec": {"holderIdentity": holder}}
 

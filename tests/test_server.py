@@ -17,11 +17,6 @@ pytestmark = pytest.mark.anyio
 PROBE = Counter("shardsync_test_probe_total", "A counter that only this test increments")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def test_parse_address() -> None:
     assert parse_address(":7979") == ("", 7979)
     assert parse_address("127.0.0.1:0") == ("127.0.0.1", 0)

@@ -1,9 +1,9 @@
 """BIND 9 as the RFC 2136 test server: `named -g` in the foreground from a temp folder (see base.py).
 
 One zone file per zone and a TSIG key; updates and transfers are allowed by that key only (unsigned ones
-are REFUSED). Options follow /work/shared/field-notes.md: no recursion, no validation, no NOTIFY, no rndc
-control channel (several test runs may share a machine), unlimited records per RRset, a raised update
-quota. Dynamic zones keep a journal (`<zone>.db.jnl`): `reset_zone` and `regenerate` rewrite the zone
+are REFUSED). Options: no recursion, no DNSSEC validation, no NOTIFY (else named notifies NS addresses),
+no rndc control channel (several test runs may share a machine), unlimited records per RRset, a raised
+update quota. Dynamic zones keep a journal (`<zone>.db.jnl`): `reset_zone` and `regenerate` rewrite the zone
 files and drop the journals (and the new-zone database) so stale dynamic records do not come back; with no
 control channel, named is restarted on the same port to load them.
 """

@@ -27,11 +27,6 @@ from tests.waits import eventually_sync
 ZONES = ["zone-0000.example", "zone-0001.example", "zone-0002.example"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # ---- seeding ---------------------------------------------------------------------------------------------
 
 

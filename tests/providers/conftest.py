@@ -25,11 +25,6 @@ _zone_counters: defaultdict[str, itertools.count[int]] = defaultdict(itertools.c
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def server(store: FakeStore) -> Iterator[FakeServer]:
     """The fake provider's HTTP server over the test module's `store`, on a free loopback port."""
     srv = FakeServer(store, host="127.0.0.1", port=0)

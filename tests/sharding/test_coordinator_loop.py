@@ -28,11 +28,6 @@ pytestmark = pytest.mark.anyio
 TIMINGS = Timings.derive(LEASE, RENEW, SETTLE)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def kubes(apiserver: ApiServer, *identities: str) -> AsyncIterator[list[Kube]]:
     clients = [Kube(apiserver.api_client(user_agent=user_agent(i))) for i in identities]

@@ -14,11 +14,6 @@ from shardsync.sharding.departure import departure, judge, statefulset_ordinal
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def sts(replicas: Any = 3, deleting: bool = False) -> dict[str, object]:
     metadata: dict[str, object] = {"name": "dns"}
     if deleting:

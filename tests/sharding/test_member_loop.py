@@ -27,11 +27,6 @@ pytestmark = pytest.mark.anyio
 TIMINGS = Timings.derive(LEASE, RENEW)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def running(*tasks: Callable[[], Coroutine[Any, Any, Any]]) -> AsyncIterator[None]:
     async with anyio.create_task_group() as tg:

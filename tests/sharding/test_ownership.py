@@ -35,11 +35,6 @@ from tests.sharding.cluster import (
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def assert_safe(c: Cluster) -> None:
     audit = c.store.audit()
     assert not overlapping_writes(audit, include_refused=True), overlapping_writes(audit)[:3]

@@ -15,11 +15,6 @@ from tests.sharding.cluster import LEASE, Cluster, Node, cluster, wait_for
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def passive(node: Node) -> ActivePassiveOwnership:
     assert isinstance(node.ownership, ActivePassiveOwnership)
     return node.ownership

@@ -1,4 +1,4 @@
-"""Fixtures of the source tests: the embedded API server the watcher tests run against, on asyncio."""
+"""Fixtures of the source tests: the embedded API server the watcher tests run against."""
 
 from __future__ import annotations
 
@@ -6,11 +6,6 @@ import pytest
 
 from shardsync.local.apiserver import ApiServer
 from tests.conftest import MakeApiServer
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

@@ -26,11 +26,6 @@ pytestmark = pytest.mark.anyio
 ZONE = "ex.com"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def svc(name: str, host: str, ip: str) -> Endpoint:
     return Endpoint.new(host, "A", [ip], labels={RESOURCE_LABEL: f"service/default/{name}"})
 

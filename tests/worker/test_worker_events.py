@@ -22,11 +22,6 @@ pytestmark = pytest.mark.anyio
 ZONE = "ex.com"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Recording(EventRecorder):
     """Keeps what is recorded instead of writing it."""
 
