@@ -35,7 +35,10 @@ def main(args: argparse.Namespace) -> int:
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    # Ctrl-C is handled like SIGTERM (a clean stop), also when it arrives between two statements of the
+    # start-up, where a KeyboardInterrupt would escape every handler.
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         server = ApiServer(
             args.host, args.port, args.data_dir, args.kubeconfig_out, args.window, args.bookmark_interval
@@ -51,8 +54,6 @@ def main(args: argparse.Namespace) -> int:
     try:
         while not stop.wait(0.5):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
         server.stop()
     print("stopped", flush=True)
