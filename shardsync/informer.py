@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import anyio
@@ -31,38 +32,30 @@ WATCH_ERRORS = Counter(
 RELISTS = Counter("shardsync_kube_relists_total", "Full relists after an expired watch", ["resource"])
 
 
+@dataclass(eq=False)
 class Informer:
     """Keeps `cache` equal to the API's view of one list call (its filters included)."""
 
-    def __init__(
-        self,
-        kube: Kube,
-        resource: Resource,
-        *,
-        namespace: str = "",
-        label_selector: str = "",
-        field_selector: str = "",
-        on_change: ChangeHandler | None = None,
-        on_error: Callable[[KubeError], None] | None = None,
-        watch_timeout: int = 60,
-        name: str = "",
-    ) -> None:
-        self.kube = kube
-        self.resource = resource
-        self.name = name or resource.plural  # in logs and metric labels
-        self.namespace = namespace
-        self.label_selector = label_selector
-        self.field_selector = field_selector
-        self._on_change = on_change
-        self._on_error = on_error
-        self._watch_timeout = watch_timeout
-        self.cache: dict[str, dict[str, Any]] = {}
-        self.resource_version = ""
-        self.synced = anyio.Event()
+    kube: Kube
+    resource: Resource
+    _: KW_ONLY
+    namespace: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+    on_change: ChangeHandler | None = None
+    on_error: Callable[[KubeError], None] | None = None
+    watch_timeout: int = 60
+    name: str = ""  # in logs and metric labels; the resource's plural when ""
+    cache: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
+    resource_version: str = field(default="", init=False)
+    synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.resource.plural
 
     def _emit(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if self._on_change is not None:
-            self._on_change(key, old, new)
+        if self.on_change is not None:
+            self.on_change(key, old, new)
 
     async def relist(self) -> None:
         """Replace the cache with a fresh list, reporting what differs from the old one."""
@@ -118,7 +111,7 @@ class Informer:
                     handle=self._handle,
                     label_selector=self.label_selector,
                     field_selector=self.field_selector,
-                    timeout_seconds=self._watch_timeout,
+                    timeout_seconds=self.watch_timeout,
                 )
                 if time.monotonic() - started < 1.0:
                     # A watch the server ends at once (shutting down, overloaded) must not become a hot loop.
@@ -132,8 +125,8 @@ class Informer:
                     need_list = True
                     continue
                 WATCH_ERRORS.labels(self.name).inc()
-                if self._on_error is not None:
-                    self._on_error(exc)
+                if self.on_error is not None:
+                    self.on_error(exc)
                 delay = backoff.next()
                 log.warning(
                     "list/watch failed",

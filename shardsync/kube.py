@@ -1,13 +1,13 @@
 """The one Kubernetes access layer: resources named by value, bodies as plain dicts, the client behind it.
 
 Every caller names what it reads or writes with a `Resource` (group, version, plural, kind, namespaced) and
-calls a verb: get, list, watch, create, replace, patch (merge, strategic or JSON patch), patch_status,
-delete. `Kube` awaits each call in a worker thread (the official client is blocking), so the event loop
-never waits on a socket; `BlockingKube` is the same surface for short-lived commands and tools that have no
-event loop (`shardsync shards`, seeding, the bench). Bodies go in and come out as Kubernetes JSON dicts
-(`_preload_content=False` plus orjson): model deserialisation costs more than the request itself at our
-rates. Errors come out as one exception type, `KubeError`, whose `status` is the HTTP code (0 when the API
-server could not be reached).
+calls a verb: get, list, watch, create, replace, patch (merge, strategic or JSON patch; of a subresource,
+such as status, with `subresource="status"`), delete. `Kube` awaits each call in a worker thread (the
+official client is blocking), so the event loop never waits on a socket; `BlockingKube` is the same surface
+for short-lived commands and tools that have no event loop (`shardsync shards`, seeding, the bench). Bodies
+go in and come out as Kubernetes JSON dicts (`_preload_content=False` plus orjson): model deserialisation
+costs more than the request itself at our rates. Errors come out as one exception type, `KubeError`, whose
+`status` is the HTTP code (0 when the API server could not be reached).
 
 Nothing else in shardsync imports the client's generated API classes: swapping the client (an async one,
 say) is a change of this module.
@@ -273,27 +273,6 @@ class BlockingKube:
         path = resource.path(namespace, name, subresource)
         return self._write("PATCH", path, body, request_timeout, _patch_content_type(patch_type, body))
 
-    def patch_status(
-        self,
-        resource: Resource,
-        name: str,
-        body: Any,
-        *,
-        namespace: str = "",
-        patch_type: PatchType = "merge",
-        request_timeout: Timeout | None = None,
-    ) -> Obj:
-        """A patch of the status subresource (the rest of the object is left alone by the server)."""
-        return self.patch(
-            resource,
-            name,
-            body,
-            namespace=namespace,
-            patch_type=patch_type,
-            subresource="status",
-            request_timeout=request_timeout,
-        )
-
     def delete(
         self, resource: Resource, name: str, *, namespace: str = "", request_timeout: Timeout | None = None
     ) -> None:
@@ -340,7 +319,6 @@ class Kube:
     create = _threaded(BlockingKube.create)
     replace = _threaded(BlockingKube.replace)
     patch = _threaded(BlockingKube.patch)
-    patch_status = _threaded(BlockingKube.patch_status)
     delete = _threaded(BlockingKube.delete)
 
     async def watch(

@@ -63,17 +63,18 @@ class Replica:
         self.desired = DesiredIndex()
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(settings.domain_filter, settings.exclude_domains)
+        work = WorkerOptions(
+            interval=settings.interval,
+            event_delay=0.0 if settings.events else settings.interval,
+            concurrency=settings.concurrency,
+            policy=settings.policy,
+            dry_run=settings.dry_run,
+        )
         self.worker = Worker(
             provider,
             registry_for(settings),
             self.desired,
-            WorkerOptions(
-                interval=settings.interval,
-                event_delay=0.0 if settings.events else settings.interval,
-                concurrency=settings.concurrency,
-                policy=settings.policy,
-                dry_run=settings.dry_run,
-            ),
+            work,
             events=self.events,
             may_write=ownership.may_write,
             on_fenced=ownership.on_fenced,

@@ -22,7 +22,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 from prometheus_client import Counter, Gauge, Histogram
@@ -96,34 +96,36 @@ class WorkerOptions:
     max_backoff: float = 60.0
 
 
+def _always() -> bool:
+    return True
+
+
+def _ignore_fenced(zone: str, token: FenceToken | None) -> None:
+    return None
+
+
+@dataclass(eq=False)
 class Worker:
     """Reconciles the zones it owns; see the module docstring."""
 
-    def __init__(
-        self,
-        provider: Provider,
-        registry: Registry,
-        desired: DesiredIndex,
-        options: WorkerOptions,
-        events: EventRecorder | None = None,
-        may_write: Callable[[], bool] = lambda: True,
-        on_fenced: Callable[[str, FenceToken | None], None] = lambda zone, token: None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.provider = provider
-        self.registry = registry
-        self.desired = desired
-        self.options = options
-        self.events = events
-        self._may_write = may_write
-        self._on_fenced = on_fenced
-        self._clock = clock
-        self._policy = Policy(options.policy)
-        self._schedule = ZoneSchedule(interval=options.interval, event_delay=options.event_delay)
-        self.statuses: dict[str, ZoneStatus] = {}
-        self._inflight: dict[str, _InFlight] = {}
-        self._backoff: dict[str, Backoff] = {}
-        self._wake = Notifier()
+    provider: Provider
+    registry: Registry
+    desired: DesiredIndex
+    options: WorkerOptions
+    events: EventRecorder | None = None
+    may_write: Callable[[], bool] = _always  # the ownership's write gate, asked before every write
+    on_fenced: Callable[[str, FenceToken | None], None] = _ignore_fenced  # a write refused by the fence
+    clock: Callable[[], float] = time.monotonic
+    statuses: dict[str, ZoneStatus] = field(default_factory=dict, init=False)
+    _policy: Policy = field(init=False)
+    _schedule: ZoneSchedule = field(init=False)
+    _inflight: dict[str, _InFlight] = field(default_factory=dict, init=False)
+    _backoff: dict[str, Backoff] = field(default_factory=dict, init=False)
+    _wake: Notifier = field(default_factory=Notifier, init=False)
+
+    def __post_init__(self) -> None:
+        self._policy = Policy(self.options.policy)
+        self._schedule = ZoneSchedule(interval=self.options.interval, event_delay=self.options.event_delay)
 
     # -- the ZoneWorker port (shardsync.ownership.port) ------------------------------------------
 
@@ -132,7 +134,7 @@ class Worker:
         status = self.statuses.get(zone)
         if status is None:
             self.statuses[zone] = ZoneStatus(fence=fence)
-            self._schedule.add(zone, self._clock())
+            self._schedule.add(zone, self.clock())
             OWNED.set(len(self.statuses))
             self._wake.notify()
         elif status.fence != fence:
@@ -160,7 +162,7 @@ class Worker:
 
     def mark_dirty(self, zones: Iterable[str]) -> None:
         """Source changes touched these zones: reconcile the owned ones soon."""
-        now = self._clock()
+        now = self.clock()
         for zone in zones:
             self._schedule.mark_dirty(zone, now)
         self._wake.notify()
@@ -176,10 +178,10 @@ class Worker:
     async def _runner(self) -> None:
         while True:
             ticket = self._wake.ticket()
-            zone = self._schedule.pop_due(self._clock())
+            zone = self._schedule.pop_due(self.clock())
             if zone is None:
                 due = self._schedule.next_due()
-                await self._wake.wait(ticket, math.inf if due is None else due - self._clock())
+                await self._wake.wait(ticket, math.inf if due is None else due - self.clock())
                 continue
             await self._run_zone(zone)
 
@@ -192,7 +194,7 @@ class Worker:
             finally:
                 del self._inflight[zone]
                 inflight.done.set()
-        self._schedule.finished(zone, self._clock(), retry_in)
+        self._schedule.finished(zone, self.clock(), retry_in)
         self._wake.notify()
 
     async def _reconcile_guarded(self, zone: str) -> float | None:
@@ -200,9 +202,9 @@ class Worker:
         status = self.statuses.get(zone)
         if status is None:
             return None
-        started = self._clock()
+        started = self.clock()
         try:
-            if not self._may_write():
+            if not self.may_write():
                 raise _NotWriting("this replica may not write now (lease not renewed)")
             await self._reconcile(zone, status)
         except FencedError as exc:
@@ -215,7 +217,7 @@ class Worker:
                 fence=status.fence.to_text() if status.fence else "",
                 error=str(exc),
             )
-            self._on_fenced(zone, status.fence)
+            self.on_fenced(zone, status.fence)
             return self.options.max_backoff
         except (ProviderError, _NotWriting) as exc:
             kind = _error_kind(exc)
@@ -234,7 +236,7 @@ class Worker:
                 failures=self._schedule.failures(zone) + 1,
             )
             return delay
-        elapsed = self._clock() - started
+        elapsed = self.clock() - started
         self._backoff.pop(zone, None)
         RECONCILES.labels("ok").inc()
         SYNC_SECONDS.observe(elapsed)
@@ -283,7 +285,7 @@ class Worker:
         counts = _counts(changes)
         if changes.is_empty() or self.options.dry_run:
             return counts
-        if not self._may_write():
+        if not self.may_write():
             # The lease may have lapsed while the zone was read and planned: check again right before writing.
             raise _NotWriting("this replica may not write now (lease not renewed)")
         try:

@@ -110,6 +110,6 @@ async def test_verbs_patch_kinds_status_and_preconditions(apiserver: ApiServer) 
     svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
     await kube.create(SERVICES, svc, namespace="default")
     status = {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}}
-    patched = await kube.patch_status(SERVICES, "s", status, namespace="default")
+    patched = await kube.patch(SERVICES, "s", status, namespace="default", subresource="status")
     assert patched["status"] == status["status"]
     assert patched["spec"]["ports"][0]["port"] == 80

@@ -15,14 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from shardsync.durations import parse_duration
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from shardsync.flags import duration
 
 
 def _count(text: str) -> int:
@@ -51,19 +44,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--owner-id", default="shardsync-local", help="TXT owner id of the replicas")
     parser.add_argument(
-        "--latency", type=_duration, default=0.05, help="fake provider latency per call (50ms)"
+        "--latency", type=duration, default=0.05, help="fake provider latency per call (50ms)"
     )
     parser.add_argument("--run-dir", type=Path, help="directory for logs and state (default: a new temp dir)")
-    parser.add_argument("--duration", type=_duration, help="stop after this long (e.g. 90s); default: Ctrl-C")
+    parser.add_argument("--duration", type=duration, help="stop after this long (e.g. 90s); default: Ctrl-C")
     parser.add_argument(
         "--no-tty", action="store_true", help="print the table every few seconds, read no keys"
     )
     parser.add_argument(
-        "--every", type=_duration, default=5.0, help="seconds between tables without a tty (5s)"
+        "--every", type=duration, default=5.0, help="seconds between tables without a tty (5s)"
     )
     parser.add_argument(
         "--termination-grace",
-        type=_duration,
+        type=duration,
         default=30.0,
         help="how long a stopping replica gets before SIGKILL (30s)",
     )

@@ -189,6 +189,7 @@ def release(identity: str, observed: CoordinatorLease, wall: datetime) -> Coordi
     return replace(observed, holder="", lease_duration=1, acquire_time=stamp, renew_time=stamp)
 
 
+@dataclass(eq=False)
 class Election:
     """The state one candidate keeps between rounds: the lease last seen, when its record changed on our
     clock, and when our last successful write was sent.
@@ -197,22 +198,17 @@ class Election:
     `decision.write`; on success `written(returned_lease, sent_at, now)`; on 409 re-read and observe.
     """
 
-    def __init__(
-        self,
-        instance: str,
-        identity: str,
-        lease_duration: int = DEFAULT_LEASE_DURATION,
-        renew_deadline: float = DEFAULT_RENEW_DEADLINE,
-    ) -> None:
-        if not 0 < renew_deadline < lease_duration:
+    instance: str
+    identity: str
+    lease_duration: int = DEFAULT_LEASE_DURATION
+    renew_deadline: float = DEFAULT_RENEW_DEADLINE
+    observed: CoordinatorLease | None = field(default=None, init=False)
+    observed_at: float | None = field(default=None, init=False)
+    last_renewed: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.renew_deadline < self.lease_duration:
             raise ValueError("renew_deadline must be positive and shorter than lease_duration")
-        self.instance = instance
-        self.identity = identity
-        self.lease_duration = lease_duration
-        self.renew_deadline = renew_deadline
-        self.observed: CoordinatorLease | None = None
-        self.observed_at: float | None = None
-        self.last_renewed: float | None = None
 
     def observe(self, lease: CoordinatorLease | None, now: float) -> None:
         """Record the lease as read at `now` (None: it does not exist)."""

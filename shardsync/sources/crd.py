@@ -110,7 +110,7 @@ async def write_observed_generation(kube: Kube, key: str, generation: int) -> No
     """Set status.observedGeneration of the DNSEndpoint at cache key `key` (the status subresource)."""
     namespace, _, name = key.partition("/")
     body = {"status": {"observedGeneration": generation}}
-    await kube.patch_status(DNS_ENDPOINTS, name, body, namespace=namespace)
+    await kube.patch(DNS_ENDPOINTS, name, body, namespace=namespace, subresource="status")
 
 
 class DNSEndpointTranslator(Translator):

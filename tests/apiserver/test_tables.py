@@ -65,7 +65,8 @@ def test_dnsendpoints_list_as_a_table_with_the_shipped_printer_columns(apiserver
     seed.install_crd(kube)
     body = seed.dns_endpoint(0, "zone-0.example", 2)
     kube.create(DNS_ENDPOINTS, body, namespace="default")
-    kube.patch_status(DNS_ENDPOINTS, "app-0000", {"status": {"observedGeneration": 1}}, namespace="default")
+    status = {"status": {"observedGeneration": 1}}
+    kube.patch(DNS_ENDPOINTS, "app-0000", status, namespace="default", subresource="status")
     url = f"{apiserver.url}{DNS_ENDPOINTS.path('default')}"
     doc = httpx.get(url, headers={"Accept": TABLE_ACCEPT}, timeout=5).json()
     assert doc["kind"] == "Table"

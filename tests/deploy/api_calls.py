@@ -2,8 +2,9 @@
 
 Every API call goes through `shardsync.kube` and names its object kind with a `Resource` value. An AST walk
 over `shardsync/` (without `shardsync/local/`, the development tools that never run in the cluster) finds:
-- every verb call `<kube>.<verb>(RESOURCE, ...)` (get, list, watch, create, replace, patch, patch_status,
-  delete), the resource resolved to the module-level `Resource` it names;
+- every verb call `<kube>.<verb>(RESOURCE, ...)` (get, list, watch, create, replace, patch, delete), the
+  resource resolved to the module-level `Resource` it names, and a `subresource="..."` keyword (a patch of
+  the status, say) to the RBAC resource `<plural>/<subresource>`;
 - every informer, `Informer(kube, RESOURCE, ...)` (or a subclass calling `super().__init__(kube, RESOURCE,
   ...)`), which lists and then watches.
 A call on something named like a Kubernetes client (`kube`, `self.kube`, ...) whose resource cannot be
@@ -40,7 +41,6 @@ VERBS: dict[str, tuple[str, ...]] = {
     "create": ("create",),
     "replace": ("update",),
     "patch": ("patch",),
-    "patch_status": ("patch",),
     "delete": ("delete",),
 }
 INFORMERS = frozenset({"Informer", "_MemberInformer"})
@@ -67,6 +67,7 @@ class Use:
     line: int
     resource: Resource
     verb: str  # a key of VERBS, or "informer"
+    subresource: str = ""
 
 
 def source_files() -> Iterator[Path]:
@@ -126,6 +127,18 @@ def _informer_resource(call: ast.Call, in_informer_subclass: bool) -> ast.AST | 
     return next((k.value for k in call.keywords if k.arg == "resource"), None)
 
 
+def _subresource(call: ast.Call, path: Path) -> str:
+    """The `subresource=` keyword of a verb call, a string literal ("" without one)."""
+    node = next((k.value for k in call.keywords if k.arg == "subresource"), None)
+    if node is None:
+        return ""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        raise LookupError(
+            f"{path}:{call.lineno}: a subresource that is not a string literal ({ast.unparse(node)})"
+        )
+    return node.value
+
+
 def uses() -> list[Use]:
     """Every API call in shardsync's source (see the module docstring)."""
     found: list[Use] = []
@@ -152,6 +165,7 @@ def uses() -> list[Use]:
                         continue
                     target = node.args[0]
                 resource = _resolve(target, namespace)
+                subresource = _subresource(node, path)
                 if verb in TABLE_VERBS and path in TABLE_DRIVEN and not isinstance(resource, Resource):
                     continue  # a resource of the source table: counted by `table_access`
                 if not isinstance(resource, Resource):
@@ -159,7 +173,7 @@ def uses() -> list[Use]:
                         f"{path}:{node.lineno}: {verb} of a resource that is not a module constant "
                         f"({ast.unparse(target)}); name a Resource constant or take it from the source table"
                     )
-                found.append(Use(path, node.lineno, resource, verb))
+                found.append(Use(path, node.lineno, resource, verb, subresource))
     return sorted(set(found), key=lambda u: (str(u.module), u.line, u.verb))
 
 
@@ -170,10 +184,10 @@ def table_access() -> set[Access]:
     return {a for kind in SOURCES.values() for r in kind.watches for a in _access(r, "informer")}
 
 
-def _access(resource: Resource, verb: str) -> set[Access]:
+def _access(resource: Resource, verb: str, subresource: str = "") -> set[Access]:
     if verb == "informer":
         return {Access(resource.group, resource.plural, v) for v in ("list", "watch")}
-    plural = f"{resource.plural}/status" if verb == "patch_status" else resource.plural
+    plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
     return {Access(resource.group, plural, v) for v in VERBS[verb]}
 
 
@@ -181,5 +195,5 @@ def required_access() -> set[Access]:
     """Every (group, resource, verb) the code can call."""
     access = table_access()
     for use in uses():
-        access |= _access(use.resource, use.verb)
+        access |= _access(use.resource, use.verb, use.subresource)
     return access

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from shardsync.objects import CONFIGMAPS
 from shardsync.sharding.assignment import configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.site import Site
@@ -101,13 +102,23 @@ def test_informers_count_as_list_and_watch_and_one_shot_lists_do_not() -> None:
     assert ("assignment_watch.py", "configmaps", "informer") in seen
 
 
-def test_a_call_the_scan_cannot_resolve_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("code", "match"),
+    [
+        ("await kube.delete(resource, 'x')", "not a module constant"),
+        # a patch needs `<plural>/<subresource>`: a subresource the scan cannot read is refused too
+        ("await kube.patch(CONFIGMAPS, 'x', {}, subresource=resource)", "not a string literal"),
+    ],
+)
+def test_a_call_the_scan_cannot_resolve_is_an_error(
+    code: str, match: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A resource passed as a variable would slip past the comparison above: the scan refuses it instead.
     module = tmp_path / "shardsync" / "sneaky.py"
     module.parent.mkdir()
-    module.write_text("async def f(kube, resource):\n    await kube.delete(resource, 'x')\n")
+    module.write_text(f"async def f(kube, resource):\n    {code}\n")
     monkeypatch.setattr(api_calls, "PACKAGE", module.parent)
     monkeypatch.setattr(api_calls, "EXCLUDED", ())
-    monkeypatch.setattr(api_calls, "module_globals", lambda path: {})
-    with pytest.raises(LookupError, match="not a module constant"):
+    monkeypatch.setattr(api_calls, "module_globals", lambda path: {"CONFIGMAPS": CONFIGMAPS})
+    with pytest.raises(LookupError, match=match):
         api_calls.uses()

@@ -54,6 +54,7 @@ class FakeKube(Kube):
         self._handles[resource] = query["handle"]
         await anyio.sleep_forever()
 
-    async def patch_status(self, resource: Resource, name: str, body: Any, **query: Any) -> Obj:
+    async def patch(self, resource: Resource, name: str, body: Any, **query: Any) -> Obj:
+        assert query.get("subresource") == "status", "the watcher only patches the status subresource"
         self.status_patches.append((query.get("namespace", ""), name, body))
         return {}

@@ -91,7 +91,7 @@ async def test_fenced_write_drops_the_zone() -> None:
     desired = DesiredIndex([ZONE])
     fenced: list[tuple[str, FenceToken | None]] = []
     worker = make(store, desired)
-    worker._on_fenced = lambda zone, token: fenced.append((zone, token))
+    worker.on_fenced = lambda zone, token: fenced.append((zone, token))
     async with running(worker):
         worker.own(ZONE, FenceToken(generation=1, identity="r0"))
         await eventually(lambda: worker.statuses[ZONE].syncs >= 1)

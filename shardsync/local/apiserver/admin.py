@@ -12,16 +12,19 @@ POST /_shardsync/snapshot                        write the --data-dir snapshot n
 
 from __future__ import annotations
 
+import inspect
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
-from shardsync.local.apiserver.faults import Faults, Mode, check_mode
+from shardsync.local.apiserver.faults import Faults, check_mode
 
 PREFIX = "/_shardsync/"
+_WIRE_NAMES = {"user_agent": "userAgent"}  # a Faults argument → its query parameter (the rest are the same)
+P = ParamSpec("P")
 
 
 def _header(raw: str | None) -> tuple[str, str] | None:
@@ -80,6 +83,23 @@ def handle(
     return 200, faults.state()
 
 
+def _posted(method: Callable[Concatenate[Faults, P], None]) -> Callable[Concatenate[RemoteFaults, P], None]:
+    """`method` of Faults as a method of RemoteFaults: a POST of its arguments to the action of its name."""
+    signature = inspect.signature(method)
+
+    def call(self: RemoteFaults, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        bound = signature.bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        params = {_WIRE_NAMES.get(k, k): v for k, v in bound.arguments.items() if k != "self"}
+        if params.get("header") is not None:
+            params["header"] = "{}: {}".format(*params["header"])
+        self._call("POST", method.__name__, **params)
+
+    call.__name__, call.__qualname__ = method.__name__, f"RemoteFaults.{method.__name__}"
+    call.__doc__ = method.__doc__
+    return call
+
+
 class RemoteFaults:
     """Faults of a server in another process, driven over its admin endpoint."""
 
@@ -100,32 +120,11 @@ class RemoteFaults:
                 f"admin {action} failed: {exc.code} {exc.read().decode(errors='replace')}"
             ) from exc
 
-    @staticmethod
-    def _fmt(header: tuple[str, str] | None) -> str | None:
-        return None if header is None else f"{header[0]}: {header[1]}"
-
-    def pause(self, seconds: float | None = None, mode: Mode = "503") -> None:
-        self._call("POST", "pause", seconds=seconds, mode=mode)
-
-    def resume(self) -> None:
-        self._call("POST", "resume")
-
-    def refuse(
-        self,
-        user_agent: str | None = None,
-        header: tuple[str, str] | None = None,
-        mode: Mode = "503",
-        seconds: float | None = None,
-    ) -> None:
-        self._call(
-            "POST", "refuse", userAgent=user_agent, header=self._fmt(header), mode=mode, seconds=seconds
-        )
-
-    def allow(self, user_agent: str | None = None, header: tuple[str, str] | None = None) -> None:
-        self._call("POST", "allow", userAgent=user_agent, header=self._fmt(header))
-
-    def clear(self) -> None:
-        self._call("POST", "clear")
+    pause = _posted(Faults.pause)
+    resume = _posted(Faults.resume)
+    refuse = _posted(Faults.refuse)
+    allow = _posted(Faults.allow)
+    clear = _posted(Faults.clear)
 
     def state(self) -> dict[str, Any]:
         return self._call("GET", "faults")

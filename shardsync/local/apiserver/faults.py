@@ -7,28 +7,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Mode = Literal["503", "hang", "drop"]
 MODES: tuple[Mode, ...] = ("503", "hang", "drop")
 HeaderGetter = Callable[[str], str | None]
-
-
-class FaultControl(Protocol):
-    """What tests drive, in-process (Faults) or over the admin endpoint (admin.RemoteFaults)."""
-
-    def pause(self, seconds: float | None = None, mode: Mode = "503") -> None: ...
-    def resume(self) -> None: ...
-    def refuse(
-        self,
-        user_agent: str | None = None,
-        header: tuple[str, str] | None = None,
-        mode: Mode = "503",
-        seconds: float | None = None,
-    ) -> None: ...
-    def allow(self, user_agent: str | None = None, header: tuple[str, str] | None = None) -> None: ...
-    def clear(self) -> None: ...
-    def state(self) -> dict[str, Any]: ...
 
 
 def check_mode(mode: str) -> Mode:
@@ -61,6 +44,8 @@ class Rule:
 
 
 class Faults:
+    """What tests drive: in-process here, or over the admin endpoint as admin.RemoteFaults (same methods)."""
+
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._cond = threading.Condition()

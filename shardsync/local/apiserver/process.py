@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -18,24 +19,20 @@ from shardsync.local.apiserver.client import api_client
 _PREFIX = "listening on "
 
 
+@dataclass(eq=False)
 class ApiServerProcess:
-    def __init__(
-        self,
-        kubeconfig_path: Path,
-        port: int = 0,
-        data_dir: Path | None = None,
-        window: int | None = None,
-        bookmark_interval: float | None = None,
-        start_timeout: float = 20.0,
-    ) -> None:
-        self.kubeconfig = kubeconfig_path
-        self.port = port
-        self.data_dir = data_dir
-        self.window = window
-        self.bookmark_interval = bookmark_interval
-        self.start_timeout = start_timeout
-        self.proc: subprocess.Popen[str] | None = None
-        self._stderr: list[str] = []
+    kubeconfig_path: Path  # written by the server once it listens
+    port: int = 0  # 0 picks a free one; the bound port once started (a restart keeps it)
+    data_dir: Path | None = None
+    window: int | None = None  # None: the command's default
+    bookmark_interval: float | None = None  # None: the command's default
+    start_timeout: float = 20.0
+    proc: subprocess.Popen[str] | None = field(default=None, init=False, repr=False)
+    _stderr: list[str] = field(default_factory=list, init=False, repr=False)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.kubeconfig_path
 
     @property
     def url(self) -> str:
@@ -54,7 +51,7 @@ class ApiServerProcess:
             "--port",
             str(self.port),
             "--kubeconfig-out",
-            str(self.kubeconfig),
+            str(self.kubeconfig_path),
         ]
         if self.data_dir is not None:
             cmd += ["--data-dir", str(self.data_dir)]

@@ -4,6 +4,7 @@ snapshots to `--data-dir` on stop and restarts on the same port with the same ob
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -19,30 +20,29 @@ from shardsync.logs import get_logger
 log = get_logger(__name__)
 
 
+@dataclass(eq=False)
 class ApiServer:
     """An embedded API server. `start()` returns once it accepts connections; `stop()` returns once every
     connection thread has ended (bounded), after writing the snapshot when a data dir is set."""
 
-    def __init__(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        data_dir: Path | None = None,
-        kubeconfig_path: Path | None = None,
-        window: int = 10_000,
-        bookmark_interval: float = 60.0,
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.data_dir = data_dir
-        self.kubeconfig = kubeconfig_path
-        self.window = window
-        self.bookmark_interval = bookmark_interval
-        self.faults = Faults()
-        self.store = self._new_store(snapshot.load(data_dir) if data_dir else None)
-        self._http: ApiHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-        self._app: App | None = None
+    host: str = "127.0.0.1"
+    port: int = 0  # 0 picks a free one; the bound port once started (a restart keeps it)
+    data_dir: Path | None = None  # the snapshot is loaded from here at start, saved here on stop
+    kubeconfig_path: Path | None = None  # written for this server on start
+    window: int = 10_000  # events kept for watch resume
+    bookmark_interval: float = 60.0
+    faults: Faults = field(default_factory=Faults, init=False)
+    store: Store = field(init=False)
+    _http: ApiHTTPServer | None = field(default=None, init=False, repr=False)
+    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
+    _app: App | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.store = self._new_store(snapshot.load(self.data_dir) if self.data_dir else None)
+
+    @property
+    def kubeconfig(self) -> Path | None:
+        return self.kubeconfig_path
 
     def _new_store(self, state: dict[str, Any] | None) -> Store:
         store = Store(ResourceTable(), window=self.window)
@@ -76,8 +76,8 @@ class ApiServer:
             daemon=True,
         )
         self._thread.start()
-        if self.kubeconfig is not None:
-            kubeconfig.write(self.kubeconfig, self.url)
+        if self.kubeconfig_path is not None:
+            kubeconfig.write(self.kubeconfig_path, self.url)
         log.info("apiserver started", url=self.url, resource_version=self.store.resource_version)
         return self
 
