@@ -40,6 +40,7 @@ from datetime import datetime
 from enum import StrEnum
 from operator import attrgetter
 
+from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import (
     CREATED_LABEL,
     DEFAULT_MANAGED_TYPES,
@@ -110,10 +111,19 @@ def plan(
     owner_id: str = DEFAULT_OWNER_ID,
     managed_types: Collection[str] = DEFAULT_MANAGED_TYPES,
     exclude_types: Collection[str] = (),
+    domains: DomainFilter | None = None,
 ) -> PlanResult:
-    """The changes that move `current` (labelled by the registry) towards `desired`, for one zone."""
+    """The changes that move `current` (labelled by the registry) towards `desired`, for one zone.
+
+    With `domains` (--domain-filter, --exclude-domains), records on both sides whose name the filter does
+    not admit are left out of the plan, as external-dns's filterRecordsForPlan does: a record this owner
+    wrote under a name the filter no longer admits is left alone, never deleted.
+    """
     policy = Policy(policy)
     managed = frozenset(managed_types) - frozenset(exclude_types)
+    if domains is not None and domains.configured:
+        desired = [ep for ep in desired if domains.match(ep.dns_name)]
+        current = [ep for ep in current if domains.match(ep.dns_name)]
     current = current if isinstance(current, list | tuple) else list(current)
 
     # The two loops below run once per record: keys are built inline and lookups bound to locals, because

@@ -69,6 +69,7 @@ class Replica:
             concurrency=settings.concurrency,
             policy=settings.policy,
             dry_run=settings.dry_run,
+            domains=self.domain_filter,
         )
         self.worker = Worker(
             provider,

@@ -29,6 +29,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
+from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
@@ -94,6 +95,8 @@ class WorkerOptions:
     policy: str = Policy.SYNC.value
     dry_run: bool = False
     max_backoff: float = 60.0
+    # --domain-filter / --exclude-domains: names outside are left out of the plan on both sides.
+    domains: DomainFilter = field(default_factory=DomainFilter)
 
 
 def _always() -> bool:
@@ -259,7 +262,14 @@ class Worker:
         registry = self.registry  # the owner id and managed types are the registry's (one home)
         view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
-        result = plan(desired, view.current, self._policy, registry.owner_id, registry.managed_types)
+        result = plan(
+            desired,
+            view.current,
+            self._policy,
+            registry.owner_id,
+            registry.managed_types,
+            domains=self.options.domains,
+        )
         status.records, status.desired = len(view.current), len(desired)
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)

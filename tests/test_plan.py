@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import CREATED_LABEL, OWNER_LABEL, RESOURCE_LABEL, Endpoint
 from shardsync.plan import ConflictReason, PlanResult, Policy, SkipReason, plan
 
@@ -478,3 +479,24 @@ def test_conflict_resolution_is_order_free_and_picks_an_oldest(
         assert STAMPS[winner.labels[CREATED_LABEL]] == min(known)
     for conflict in result.conflicts:
         assert conflict.winner not in conflict.losers
+
+
+# external-dns v0.22 plan/plan_test.go TestDomainFiltersInitialState / TestDomainFiltersUpdate, and
+# controller's filterRecordsForPlan: both sides of the plan are filtered by the domain filter.
+def test_owned_records_outside_the_domain_filter_are_left_alone() -> None:
+    inside = ep("a.keep.ex.com", "A", "10.0.0.1", owner=ME)
+    outside = ep("b.old.ex.com", "A", "10.0.0.2", owner=ME)
+    excluded = ep("c.private.keep.ex.com", "A", "10.0.0.3", owner=ME)
+    domains = DomainFilter.parse(["keep.ex.com"], ["private.keep.ex.com"])
+    result = plan([], [inside, outside, excluded], Policy.SYNC, ME, domains=domains)
+    # Only the record the filter admits is ours to delete; without the filter all three would go.
+    assert keys(result.changes.delete) == [inside.key]
+    assert len(plan([], [inside, outside, excluded], Policy.SYNC, ME).changes.delete) == 3
+
+
+def test_desired_records_outside_the_domain_filter_are_not_created() -> None:
+    domains = DomainFilter.parse(["keep.ex.com"])
+    desired = [ep("a.keep.ex.com", "A", "10.0.0.1"), ep("b.other.com", "A", "10.0.0.2")]
+    result = plan(desired, [], Policy.SYNC, ME, domains=domains)
+    assert keys(result.changes.create) == [("a.keep.ex.com", "A", "")]
+    assert plan(desired, [], Policy.SYNC, ME, domains=DomainFilter()).changes.create == desired

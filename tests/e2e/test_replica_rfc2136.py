@@ -29,11 +29,14 @@ from tests.waits import eventually_sync
 ZONE = "e2e.shardsync.test"
 ADOPT_ZONE = "adopt.shardsync.test"
 FENCED_ZONE = "fenced.shardsync.test"
+FILTER_ZONE = "filter.shardsync.test"
 OWNER = "shard"
 FOREIGN_TXT = (
     '"heritage=external-dns,external-dns/owner=someone-else,external-dns/resource=service/default/x"'
 )
 ADOPTED_TXT = f'"heritage=external-dns,external-dns/owner={OWNER},external-dns/resource=service/default/kept"'
+# Ours (our owner id), for a Service long gone, under a name the domain filter below does not admit.
+OUTSIDE_TXT = f'"heritage=external-dns,external-dns/owner={OWNER},external-dns/resource=service/default/gone"'
 
 
 @pytest.fixture(scope="module", params=server_params())
@@ -41,8 +44,12 @@ def dns_server(request: pytest.FixtureRequest) -> Iterator[DnsTestServer]:
     cls = SERVERS[request.param]
     require(cls)
     server = cls(
-        [ZONE, ADOPT_ZONE, FENCED_ZONE],
+        [ZONE, ADOPT_ZONE, FENCED_ZONE, FILTER_ZONE],
         records={
+            FILTER_ZONE: [
+                f"old.{FILTER_ZONE}. 300 IN A 192.0.2.60",
+                f"a-old.{FILTER_ZONE}. 300 IN TXT {OUTSIDE_TXT}",
+            ],
             ZONE: [f"other.{ZONE}. 300 IN A 198.51.100.7", f"a-other.{ZONE}. 300 IN TXT {FOREIGN_TXT}"],
             ADOPT_ZONE: [
                 f"kept.{ADOPT_ZONE}. 300 IN A 192.0.2.50",
@@ -219,4 +226,35 @@ def test_stale_replica_write_is_refused_by_the_server(
         rrset.to_text() for rrset in dns_server.axfr(FENCED_ZONE)
     } == before  # not one record, nor the serial
     assert dns_server.texts(fence_name, "TXT") == {f'"{newer.to_text()}"'}
+    assert replica.alive()
+
+
+def test_owned_records_outside_the_domain_filter_survive_a_sync(
+    apiserver: ApiServer, dns_server: DnsTestServer, procs: Processes, tmp_path: Path
+) -> None:
+    # external-dns filters the zone's current records by --domain-filter before planning: a record we own
+    # under a name the filter does not admit (say, one the filter was narrowed away from) is not ours to
+    # delete. Planning the desired side alone would delete it in the same sync that writes web.keep.
+    secret_file = tmp_path / "tsig"
+    secret_file.write_text(dns_server.secret)
+    core = k8s.CoreV1Api(apiserver.api_client())
+    host = f"web.keep.{FILTER_ZONE}"
+    core.create_namespaced_service("default", lb_service("filtered", host, "192.0.2.61"))
+    set_lb_ip(core, "filtered", "192.0.2.61")
+    port = free_port()
+    args = replica_args(
+        apiserver,
+        dns_server,
+        secret_file,
+        port,
+        f"--domain-filter=keep.{FILTER_ZONE}",
+        "--events",
+        "--interval=1m",
+        zones=(FILTER_ZONE,),
+    )
+    replica = procs.start("replica", args)
+    wait_ready(f"http://127.0.0.1:{port}", replica)
+    eventually_sync(lambda: dns_server.texts(host, "A") == {"192.0.2.61"}, within=30)
+    assert dns_server.texts(f"old.{FILTER_ZONE}", "A") == {"192.0.2.60"}
+    assert dns_server.texts(f"a-old.{FILTER_ZONE}", "TXT") == {OUTSIDE_TXT}
     assert replica.alive()
