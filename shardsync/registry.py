@@ -61,16 +61,15 @@ def serialize_labels(labels: Mapping[str, str]) -> str:
 def parse_labels(text: str) -> dict[str, str] | None:
     """The labels in an ownership TXT content, or None when it is not one (no or foreign heritage).
 
-    Follows external-dns's parser: quotes trimmed, tokens split on ',', a token with other than exactly one
-    '=' ignored.
+    Follows external-dns v0.22's parser: quotes trimmed, tokens split on ',', each token split at its first
+    '=' (so an owner id containing '=' is kept whole), a token without '=' ignored.
     """
     labels: dict[str, str] = {}
     heritage_found = False
     for token in text.strip('"').split(","):
-        parts = token.split("=")
-        if len(parts) != 2:
+        key, sep, value = token.partition("=")
+        if not sep:
             continue
-        key, value = parts
         if key == "heritage":
             if value != HERITAGE:
                 return None
