@@ -49,7 +49,8 @@ event), each with:
 - `zones_moved` (owner changes summed over the generations published during the event), `ideal_moved`
   (zones / the larger of N before and after; null for a roll), `moved_ratio`, `moved_only_as_needed`
   (a join moves zones only to the joiner, a leave or crash only from the victim, a roll none);
-- `seconds_to_publish`: from the event to the first new generation;
+- `seconds_to_publish`: from the event (a crash comes just after the victim's renewal, the longest case)
+  to the first new generation;
 - `seconds_to_full_ownership`: from the event until every zone runs at exactly one replica under the
   final generation (a roll: the longest over its restarts, each from SIGTERM); `longest_unowned_seconds`:
   the longest a zone ran nowhere (a restart's parked zones count);

@@ -1,12 +1,14 @@
 """One row of the table: N replicas over Z zones, started together and run to a steady state, then one event
 (a join, a graceful leave, a crash, a rolling restart), followed until it settles; and the row's figures.
 
-Timeline. The N pods start within one renew interval (a StatefulSet with Parallel pod management; the
-spread also spreads the renewals over the interval, as in a long-running cluster), elect a coordinator,
-publish and acquire everything. Once every zone runs and nothing is pending, a renew interval later the
-steady window starts (six renew intervals: every rate counted there is exact), and the event happens at
-its end. A join, leave or crash is then followed for `Timing.horizon` seconds; a rolling restart until the
-last pod is Ready again, plus two renew intervals.
+Timeline. The N pods start within one renew interval (a StatefulSet with Parallel pod management), elect
+a coordinator, publish and acquire everything. Every replica acknowledges that generation in the same
+instant, which restarts every renew timer: from then on all replicas renew in step, as they do after any
+generation of a real cluster (within the spread of their watch and release times, which this model does
+not have). Once every zone runs and nothing is pending, a renew interval later the steady window starts
+(six renew intervals: every rate counted there is exact), and the event happens at its end (a crash: at
+the victim's next renewal, just after it is written). A join, leave or crash is then followed for
+`Timing.horizon` seconds; a rolling restart until the last pod is Ready again, plus two renew intervals.
 """
 
 from __future__ import annotations
@@ -179,7 +181,10 @@ def play(prepared: Prepared, event: str) -> Outcome:
         victim = _victim(c, event, rng)
         c.engine.at(event_at, victim.drain)
     elif event in (CRASH, CRASH_COORDINATOR):
+        # Just after the victim renewed its Lease (its renewal is queued first at that instant): the Lease
+        # has its whole duration to run, the longest wait. A crash later in the interval settles sooner.
         victim = _victim(c, event, rng)
+        event_at = victim.next_renew_at
         c.engine.at(event_at, victim.crash)
     elif event == ROLLING_RESTART:
         restarts = rolling_restart(c, event_at, rng)
@@ -215,7 +220,7 @@ def play(prepared: Prepared, event: str) -> Outcome:
         if c.ledger.full and c.ledger.became_full_at is not None:
             to_full = max(c.ledger.became_full_at, c.published[-1][0]) - event_at
 
-    steady = (event_at - timing.steady_window, event_at)
+    steady = (prepared.event_at - timing.steady_window, prepared.event_at)
     traffic = c.traffic
     stale = c.stale_waits[stale_before:]
     row: dict[str, Any] = {
