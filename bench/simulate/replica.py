@@ -19,11 +19,14 @@ to the same verdict. Pending zones with the same previous owner get the same ver
 `may_acquire` only through its owner in the previous generation), so one representative is asked per group.
 
 Coordinator side. Every replica is a candidate: an election round (`Election.observe`, `decide`, and the
-write) every renew interval, sooner when a lease it waits for lapses. The holder, while `is_leader`, runs a
-`Publisher` created from the stored assignment, and writes each proposal if the stored one is still what it
-builds on. It re-evaluates when its inputs can change: a member Lease write other than a plain renewal,
-its own renewal when some member has stopped renewing (only then can an expiry become visible: a
-member that renews every interval never looks expired), the publisher's `next_wakeup`, and leadership.
+write) every renew interval, sooner when a lease it waits for lapses. While a running holder renews, every
+other candidate's round would only wait again, so it stays dormant on its round grid and resumes when the
+Lease is released or its holder stops, with what the skipped rounds would have observed (`resume`).
+The holder, while `is_leader`, runs a `Publisher` created from the stored assignment, and writes each
+proposal if the stored one is still what it builds on. It re-evaluates when its inputs can change: a
+member Lease write other than a plain renewal, its own renewal when some member has stopped renewing
+(only then can an expiry become visible: a member that renews every interval never looks expired), the
+publisher's `next_wakeup`, and leadership.
 """
 
 from __future__ import annotations
