@@ -75,6 +75,7 @@ class Replica:
         self.active: set[str] = set()
         self.pending: set[str] = set()
         self.stale_since: float | None = None
+        self.expiry_asked = math.nan  # the blocker expiry an early renewal was asked for
         self.election: Election | None = None
         self.publisher: Publisher | None = None
         self.next_round_at = math.inf
@@ -272,11 +273,16 @@ class Replica:
         elif retry_at > now:
             if retry_at < math.inf:
                 self.wake_check(retry_at)
-        elif self.stale_since is None:
+        else:
             # The blocker's expiry has passed on our clock, but our view is only as current as our last
-            # renewal: the verdict cannot change before the next one. (The real loop, told to retry at a
-            # time already past, comes straight back meanwhile.)
-            self.stale_since = now
+            # renewal: ShardState asks for an early renewal (once per expiry), whose echo proves the
+            # blocker silent, and the check runs again then.
+            if self.stale_since is None:
+                self.stale_since = now
+            if self.expiry_asked != retry_at:
+                self.expiry_asked = retry_at
+                self.write(now, renewal=True)
+                self.wake_check(now)
 
     def _stale_over(self, now: float) -> None:
         if self.stale_since is not None:

@@ -61,11 +61,13 @@ class Switch:
 @dataclass(frozen=True, slots=True)
 class Acquisition:
     """What one `acquire` did: the zones started (with how long each waited), the peers still in the way
-    when that set is new (to log it once), and how long the shell may sleep before asking again."""
+    when that set is new (to log it once), how long the shell may sleep before asking again, and whether
+    it should ask for an early renewal (the verdict waits on a member view fresher than we hold)."""
 
     acquired: tuple[tuple[str, float], ...]
     waiting_for: tuple[str, ...] | None
     delay: float
+    renew_now: bool = False
 
 
 @dataclass(slots=True)
@@ -80,6 +82,7 @@ class ShardState:
     read_epoch: int | None = None  # the member loop's fence epoch the view was (re)read under
     view_read_at: float | None = None  # when we got hold of the view
     renewal_asked_for: float | None = None  # the `view_read_at` an early renewal was asked for
+    expiry_renewal_asked_for: float | None = None  # the peer expiry an early renewal was asked for
     requalify: bool = False  # a generation was skipped: kept zones go through rule 4 again
     phase: Phase = Phase.RUNNING
     writing: bool = False  # as far as the log knows (so self-fencing is logged once)
@@ -214,7 +217,15 @@ class ShardState:
         if blockers and waiting != self.waiting_logged:
             self.waiting_logged = waiting
             report = waiting[1]
-        delay = renew if retry_at is None else max(0.0, min(renew, retry_at - now))
+        if retry_at is not None and retry_at <= now:
+            # A silent peer's lease has run out on our clock, but our member view was last known current
+            # before that: it counts as gone only once a view after its expiry proves it did not renew,
+            # and that proof is the echo of our own next renewal. Ask for it now (once per expiry) and
+            # sleep until the echo wakes us, instead of spinning until the regular renewal.
+            ask = self.expiry_renewal_asked_for != retry_at
+            self.expiry_renewal_asked_for = retry_at
+            return Acquisition(tuple(acquired), report, renew, renew_now=ask)
+        delay = renew if retry_at is None else min(renew, retry_at - now)
         return Acquisition(tuple(acquired), report, delay)
 
     # -- a refused write ----------------------------------------------------------------------------

@@ -273,3 +273,29 @@ def test_owned_counts_the_running_and_waiting_zones_ours_in_the_view() -> None:
     assert ShardState("a", TIMINGS).owned() == 0
     s = state_under(G1)
     assert s.owned() == len(G1.zones_of("a", ZONES))
+
+
+def test_a_peer_expired_on_our_clock_but_not_in_our_view_asks_for_a_renewal_instead_of_spinning() -> None:
+    # bench.simulate found it: "c" crashed; on our clock its lease (+ margin) has run out, but our member
+    # view was last current before that, so `may_acquire` still refuses with a retry time in the past.
+    # A zero sleep would spin the shard loop until our next regular renewal (up to a renew interval).
+    three = Assignment(1, (Member("a"), Member("b"), Member("c")))
+    two = Assignment(2, (Member("a"), Member("b")))
+    s = state_under(three)
+    s.switch(two, NOW)
+    release_all(s)
+    s.gain(ZONES, NOW)
+    expiry = NOW + 15 + TIMINGS.acquire_margin
+    stale_view = {
+        "a": status("a", acked=2, last_change=NOW),
+        "b": status("b", acked=2, last_change=NOW),
+        "c": status("c", acked=1, last_change=NOW, as_of=expiry - 0.5),
+    }
+    first = s.acquire(expiry + 0.25, stale_view)
+    assert first.acquired == () and first.renew_now and first.delay == TIMINGS.renew_interval
+    again = s.acquire(expiry + 0.5, stale_view)
+    assert not again.renew_now and again.delay == TIMINGS.renew_interval  # asked once per expiry
+    # The echo of that renewal makes the view current after c's expiry: c is gone, its zones are ours.
+    fresh = {**stale_view, "c": status("c", acked=1, last_change=NOW, as_of=expiry + 0.3)}
+    done = s.acquire(expiry + 0.6, fresh)
+    assert done.acquired and not s.pending
