@@ -10,9 +10,11 @@ annotation replaces them:
   `<pod spec.hostname>.<name>` per pod that has a hostname (`publishNotReadyAddresses` adds the not-ready
   ones; `endpoints-type` and `--publish-host-ip` switch to node or host addresses; a pod's own `target`
   annotation replaces its address);
-- NodePort: the nodes' ExternalIPs (plus IPv6 InternalIPs), else their InternalIPs, as the `access`
-  annotation chooses, only the nodes running ready pods when externalTrafficPolicy is Local; plus one SRV
-  record `_<service name>._<protocol>.<name>` → `0 50 <nodePort> <name>` per node port;
+- NodePort: the nodes' ExternalIPs (plus IPv6 InternalIPs with `--expose-internal-ipv6`), else their
+  InternalIPs, as the `access` annotation chooses, only the nodes running ready pods when
+  externalTrafficPolicy is Local, never unschedulable nodes unless `--exclude-unschedulable=false`; plus
+  one SRV record `_<service name>._<protocol>.<name>` → `0 50 <nodePort> <name>.` per node port
+  (shardsync.sources.service_nodeport);
 - ExternalName: spec.externalIPs, else spec.externalName.
 
 IPv4 targets make A records, IPv6 AAAA, anything else CNAME. Every endpoint carries the labels
@@ -34,6 +36,7 @@ from shardsync.flags import Flag, FlagGroup
 from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
+from shardsync.sources import service_nodeport as nodeport
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
 from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs, slice_service
@@ -59,8 +62,11 @@ class ServiceOptions:
     publish_host_ip: bool = False
     # --always-publish-not-ready-addresses: as if every headless Service set publishNotReadyAddresses.
     always_publish_not_ready_addresses: bool = False
-    # --expose-internal-ipv6: headless `endpoints-type: NodeExternalIP` adds the nodes' IPv6 InternalIPs.
+    # --expose-internal-ipv6: NodePort Services and headless `endpoints-type: NodeExternalIP` add the
+    # nodes' IPv6 InternalIPs to their ExternalIPs.
     expose_internal_ipv6: bool = False
+    # --exclude-unschedulable: NodePort Services leave out nodes with spec.unschedulable.
+    exclude_unschedulable: bool = True
     # --ignore-hostname-annotation: the `hostname`/`internal-hostname` annotations are not read.
     ignore_hostname_annotation: bool = False
     # --service-type-filter (repeatable): only Services of these types; empty means all.
@@ -201,7 +207,7 @@ class _Context:
             targets += [get_str(lb, "ip"), get_str(lb, "hostname")]
         return targets
 
-    # --- NodePort ---------------------------------------------------------------------------------------
+    # --- NodePort (shardsync.sources.service_nodeport) -----------------------------------------------------
 
     def selected_pods(self) -> list[Obj]:
         """Pods of the Service's namespace matched by spec.selector (an empty selector matches all)."""
@@ -217,60 +223,19 @@ class _Context:
             ]
         return self._selected_pods
 
-    def local_traffic_nodes(self) -> list[Obj]:
-        """Nodes running the Service's pods: with a ready non-terminating pod, else a ready pod, else any.
-
-        Unlike external-dns, which judges a node by whichever of its pods it meets first, a node counts as
-        ready when any of its pods is, so the answer does not depend on the order of the pod cache.
-        """
-        running: dict[str, Obj] = {}
-        ready: dict[str, Obj] = {}
-        serving: dict[str, Obj] = {}
-        for pod in self.selected_pods():
-            if get_str(pod, "status", "phase") != "Running":
-                continue
-            node_name = get_str(pod, "spec", "nodeName")
-            node = self.nodes.get(node_name)
-            if node is None:
-                continue
-            running[node_name] = node
-            if _pod_ready(pod):
-                ready[node_name] = node
-                if get(pod, "metadata", "deletionTimestamp") is None:
-                    serving[node_name] = node
-        return list((serving or ready or running).values())
-
     def node_port_targets(self) -> list[str]:
         if get_str(self.svc, "spec", "externalTrafficPolicy") == "Local":
-            node_list = self.local_traffic_nodes()
+            node_list = nodeport.local_traffic_nodes(self.selected_pods(), self.nodes)
         else:
             node_list = [self.nodes[name] for name in sorted(self.nodes)]
-        external: list[str] = []
-        internal: list[str] = []
-        internal_v6: list[str] = []
-        for node in node_list:
-            for address in get_list(node, "status", "addresses"):
-                value = get_str(address, "address")
-                if get_str(address, "type") == "ExternalIP":
-                    external.append(value)
-                elif get_str(address, "type") == "InternalIP":
-                    internal.append(value)
-                    if suitable_type(value) == "AAAA":
-                        internal_v6.append(value)
-        access = self.parsed.access
-        if access == "public" or (access != "private" and external):
-            return external + internal_v6
-        return internal
+        opts = self.opts
+        return nodeport.node_port_targets(
+            node_list, self.parsed.access, opts.expose_internal_ipv6, opts.exclude_unschedulable
+        )
 
     def node_port_srv(self, hostname: str, field_path: str) -> None:
-        """One SRV record per node port: `_<service>._<proto>.<hostname>` → `0 50 <nodePort> <hostname>`."""
-        for port in get_list(self.svc, "spec", "ports"):
-            node_port = get(port, "nodePort")
-            if not isinstance(node_port, int) or isinstance(node_port, bool) or node_port <= 0:
-                continue
-            protocol = get_str(port, "protocol").lower() or "tcp"
-            name = f"_{self.ref.name}._{protocol}.{hostname}"
-            self.out.add(name, "SRV", [f"0 50 {node_port} {hostname}"], field_path)
+        for name, target in nodeport.node_port_srv(self.svc, hostname):
+            self.out.add(name, "SRV", [target], field_path)
 
     # --- headless ----------------------------------------------------------------------------------------
 
@@ -347,13 +312,6 @@ class _Context:
         return out
 
 
-def _pod_ready(pod: Obj) -> bool:
-    return any(
-        get_str(c, "type") == "Ready" and get_str(c, "status") == "True"
-        for c in get_list(pod, "status", "conditions")
-    )
-
-
 FLAGS = FlagGroup(
     "service",
     "service source (--source=service)",
@@ -365,6 +323,18 @@ FLAGS = FlagGroup(
             switch=True,
             flag="publish-internal-services",
             external_dns="--publish-internal-services",
+        ),
+        Flag(
+            "expose_internal_ipv6",
+            "NodePort and NodeExternalIP services also publish the nodes' internal IPv6 addresses",
+            switch=True,
+            external_dns="--expose-internal-ipv6",
+        ),
+        Flag(
+            "exclude_unschedulable",
+            "NodePort services leave out unschedulable nodes",
+            switch=True,
+            external_dns="--exclude-unschedulable",
         ),
     ),
 )
