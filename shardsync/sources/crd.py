@@ -2,7 +2,10 @@
 
 spec.endpoints[] holds endpoints in external-dns's JSON form. Each is parsed with `Endpoint.from_json` and
 checked with `Endpoint.validate()`; an invalid one is dropped and reported, the others are kept. Like
-external-dns, a target ending in a dot is refused except for CNAME, MX and TXT records. The user's labels
+external-dns v0.22.0 (source/crd.go, then endpoint.CheckEndpoint in its dedup wrapper), a target ending in a
+dot is refused for A, AAAA, NS and PTR records, an SRV target must be `<priority> <weight> <port> <host.>`
+(16-bit numbers, the host absolute: ending in a dot, RFC 2782), and CNAME, MX and TXT take either. The user's
+labels
 are kept (except `shardsync/...`, which steer the planner and are set here only), plus
 `resource=crd/<ns>/<name>` and `shardsync/created`; A and AAAA targets are put in canonical form. Two
 entries for the same RRset merge their targets (a second CNAME target is refused instead, CNAME holding
@@ -39,8 +42,23 @@ from shardsync.sources.status import StatusWriter
 DNS_ENDPOINTS = Resource("externaldns.k8s.io", "v1alpha1", "dnsendpoints", "DNSEndpoint")
 
 # Record types whose targets must not end in a dot (external-dns's crd source refuses it; CNAME, MX and TXT
-# may; the types shardsync does not support are refused by `validate()` anyway).
-_NO_DOT = SUPPORTED_TYPES - {"CNAME", "MX", "TXT"}
+# may, SRV must: `_srv_problem`; the types shardsync does not support are refused by `validate()` anyway).
+_NO_DOT = SUPPORTED_TYPES - {"CNAME", "MX", "TXT", "SRV"}
+_UINT16 = 0xFFFF
+
+
+def _srv_problem(target: str) -> str:
+    """Why external-dns's NewSRVRecord refuses an SRV target ("" when it accepts it)."""
+    parts = target.split()
+    if len(parts) != 4:
+        return f"SRV target {target!r} is not 'priority weight port host.'"
+    if not parts[3].endswith("."):
+        return f"SRV target {target!r}: the host must end in a dot (RFC 2782: {parts[3]}.)"
+    for what, text in zip(("priority", "weight", "port"), parts[:3], strict=True):
+        if not text.isdigit() or int(text) > _UINT16:
+            return f"SRV target {target!r}: {what} {text!r} is not a number from 0 to {_UINT16}"
+    return ""
+
 
 Obj = Mapping[str, Any]
 
@@ -55,6 +73,11 @@ def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoi
         dotted = [t for t in targets if isinstance(t, str) and t.endswith(".")]
         if dotted:
             return None, f"illegal target {dotted[0]!r} for a {record_type} record: drop the trailing dot"
+    if isinstance(record_type, str) and record_type.upper() == "SRV" and isinstance(targets, list):
+        for target in targets:
+            why = _srv_problem(target) if isinstance(target, str) else ""
+            if why:
+                return None, why
     try:
         ep = Endpoint.from_json(raw)
     except InvalidEndpoint as exc:
