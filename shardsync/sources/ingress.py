@@ -31,8 +31,8 @@ Obj = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class IngressOptions:
-    """The ingress source's options, named after external-dns's flags (only `--ingress-class` is a flag of
-    shardsync yet: `FLAGS`); the defaults are external-dns's."""
+    """The ingress source's options, named after external-dns's flags (`FLAGS`); the defaults are
+    external-dns's."""
 
     # --ingress-class (repeatable): only Ingresses of these classes; empty means all.
     ingress_class_names: tuple[str, ...] = ()
@@ -54,6 +54,18 @@ FLAGS = FlagGroup(
             repeat=True,
             flag="ingress-class",
             external_dns="--ingress-class",
+        ),
+        Flag(
+            "ignore_ingress_tls_spec",
+            "do not take names from ingresses' spec.tls",
+            switch=True,
+            external_dns="--ignore-ingress-tls-spec",
+        ),
+        Flag(
+            "ignore_ingress_rules_spec",
+            "do not take names from ingresses' spec.rules",
+            switch=True,
+            external_dns="--ignore-ingress-rules-spec",
         ),
     ),
 )

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.flags import Flag, FlagGroup
+from shardsync.flags import ConfigError, Flag, FlagGroup
 from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
@@ -53,8 +53,8 @@ SERVICE_TYPES = frozenset({"ClusterIP", "NodePort", "LoadBalancer", "ExternalNam
 
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
-    """The service source's options, named after external-dns's flags (only `--publish-internal-services`
-    is a flag of shardsync yet: `FLAGS`); the defaults are external-dns's."""
+    """The service source's options, named after external-dns's flags (`FLAGS`); the defaults are
+    external-dns's."""
 
     # --publish-internal-services: ClusterIP Services publish their cluster IP for `hostname` too.
     publish_internal: bool = False
@@ -70,13 +70,14 @@ class ServiceOptions:
     # --ignore-hostname-annotation: the `hostname`/`internal-hostname` annotations are not read.
     ignore_hostname_annotation: bool = False
     # --service-type-filter (repeatable): only Services of these types; empty means all.
-    service_types: frozenset[str] = frozenset()
+    service_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        unknown = self.service_types - SERVICE_TYPES - {""}
+        unknown = set(self.service_types) - SERVICE_TYPES - {""}
         if unknown:
-            raise ValueError(
-                f"unsupported service type filter {sorted(unknown)}; supported: {sorted(SERVICE_TYPES)}"
+            raise ConfigError(
+                f"--service-type-filter: unsupported service type {', '.join(sorted(unknown))} "
+                f"(supported: {', '.join(sorted(SERVICE_TYPES))})"
             )
 
     def service_type_selected(self, service_type: str) -> bool:
@@ -335,6 +336,26 @@ FLAGS = FlagGroup(
             "NodePort services leave out unschedulable nodes",
             switch=True,
             external_dns="--exclude-unschedulable",
+        ),
+        Flag(
+            "service_types",
+            "only read services of these types: ClusterIP, NodePort, LoadBalancer, ExternalName (repeatable; "
+            "default: all)",
+            repeat=True,
+            flag="service-type-filter",
+            external_dns="--service-type-filter",
+        ),
+        Flag(
+            "publish_host_ip",
+            "headless services publish each pod's host IP instead of its own",
+            switch=True,
+            external_dns="--publish-host-ip",
+        ),
+        Flag(
+            "always_publish_not_ready_addresses",
+            "headless services also publish not-ready addresses, as if publishNotReadyAddresses were set",
+            switch=True,
+            external_dns="--always-publish-not-ready-addresses",
         ),
     ),
 )

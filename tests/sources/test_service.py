@@ -388,15 +388,16 @@ def test_controller_annotation(controller: str, published: bool) -> None:
 
 def test_service_type_filter_and_ignore_hostname_annotation() -> None:
     svc = service(annotations={**HOST, GA + "ttl": "bogus"}, lb=[{"ip": "1.2.3.4"}])
-    assert service_endpoints(svc, opts=ServiceOptions(service_types=frozenset({"NodePort"}))).endpoints == []
-    assert service_endpoints(svc, opts=ServiceOptions(service_types=frozenset({"LoadBalancer"}))).endpoints
+    assert service_endpoints(svc, opts=ServiceOptions(service_types=("NodePort",))).endpoints == []
+    assert service_endpoints(svc, opts=ServiceOptions(service_types=("LoadBalancer",))).endpoints
     ignored = service_endpoints(svc, opts=ServiceOptions(ignore_hostname_annotation=True))
     assert ignored.endpoints == [] and ignored.problems == []
 
 
 def test_unknown_service_type_filter_is_a_configuration_error() -> None:
-    with pytest.raises(ValueError):
-        ServiceOptions(service_types=frozenset({"Headless"}))
+    """external-dns v0.22.0 TestNewServiceSourceWithServiceTypeFilters_Unsupported."""
+    with pytest.raises(ValueError, match="--service-type-filter: unsupported service type Headless"):
+        ServiceOptions(service_types=("Headless",))
 
 
 def test_invalid_hostname_is_reported_and_others_kept() -> None:
