@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 
 from shardsync.config import Settings, configure, settings_from_args
+from shardsync.domain_filter import DomainFilter
 from shardsync.flags import FlagGroup
+from shardsync.replica import managed_types
 from shardsync.sources import ingress, service
+from shardsync.sources.filters import RecordTypeFilter
 
 FAKE = ["--fake-zone", "example.com"]
 
@@ -80,3 +83,40 @@ def test_service_type_filter_from_external_dns_environment() -> None:
 def test_unsupported_service_type_is_refused_naming_the_flag() -> None:
     with pytest.raises(ValueError, match="--service-type-filter"):
         parse(["--service-type-filter=Headless"])
+
+
+# --- core flags that filter what the sources give ----------------------------------------------------------
+
+
+def test_regex_domain_flags_reach_the_domain_filter() -> None:
+    """external-dns --regex-domain-filter overrides --domain-filter; --regex-domain-exclusion wins."""
+    s = parse(
+        [
+            "--domain-filter=other.org",
+            r"--regex-domain-filter=\.example\.com$",
+            "--regex-domain-exclusion=^tmp",
+        ]
+    )
+    assert (s.regex_domain_filter, s.regex_domain_exclusion) == (r"\.example\.com$", "^tmp")
+    domains = DomainFilter.parse(
+        s.domain_filter, s.exclude_domains, s.regex_domain_filter, s.regex_domain_exclusion
+    )
+    assert domains.match("www.example.com")
+    assert not domains.match("tmp1.example.com")
+    assert not domains.match("www.other.org")
+
+
+def test_bad_regular_expression_is_refused_at_start_up() -> None:
+    with pytest.raises(SystemExit):
+        parse(["--regex-domain-filter=(unclosed"])
+
+
+def test_exclude_record_types_leaves_them_out_of_sources_and_registry() -> None:
+    """external-dns plan.IsManagedRecord: a type is managed when --managed-record-types names it and
+    --exclude-record-types does not (both for the source's endpoints and for the records in the zone)."""
+    s = parse(["--managed-record-types=A", "--managed-record-types=AAAA", "--exclude-record-types=aaaa"])
+    assert s.exclude_record_types == ("AAAA",)
+    assert managed_types(s) == ("A",)
+    types = RecordTypeFilter.parse(s.managed_record_types, s.exclude_record_types)
+    assert (types.match("A"), types.match("AAAA")) == (True, False)
+    assert parse([]).exclude_record_types == ()
