@@ -40,7 +40,7 @@ from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
-from shardsync.sources.table import SOURCES
+from shardsync.sources.table import COMMON, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from shardsync.worker import Worker, WorkerOptions
 
@@ -93,6 +93,7 @@ class Replica:
             domains=self.domain_filter,
             record_types=RecordTypeFilter.parse(settings.managed_record_types, settings.exclude_record_types),
             source_options={k.name: settings.options(k.flags) for k in kinds if k.flags is not None},
+            common=settings.options(COMMON),
         )
         self.sources = SourceWatcher(
             kube,

@@ -1,7 +1,8 @@
 """Service → desired endpoints, as external-dns's service source computes them (pure; plain-dict objects).
 
-For each name in the `hostname` (and `internal-hostname`) annotation the targets are, unless the `target`
-annotation replaces them:
+For each name in the `hostname` (and `internal-hostname`) annotation (unless `--ignore-hostname-annotation`),
+and for each `--fqdn-template` name when those give no endpoint or with `--combine-fqdn-annotation`
+(shardsync.sources.common), the targets are, unless the `target` annotation replaces them:
 
 - LoadBalancer: spec.externalIPs, else every status.loadBalancer.ingress ip and hostname
   (`internal-hostname`: the cluster IP);
@@ -37,6 +38,7 @@ from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_s
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
 from shardsync.sources import service_nodeport as nodeport
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
 from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs, slice_service
@@ -49,6 +51,7 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 Obj = Mapping[str, Any]
 
 SERVICE_TYPES = frozenset({"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"})
+FQDN_TEMPLATE_FIELD = "metadata (--fqdn-template)"  # where a problem with a templated name is reported
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +70,6 @@ class ServiceOptions:
     expose_internal_ipv6: bool = False
     # --exclude-unschedulable: NodePort Services leave out nodes with spec.unschedulable.
     exclude_unschedulable: bool = True
-    # --ignore-hostname-annotation: the `hostname`/`internal-hostname` annotations are not read.
-    ignore_hostname_annotation: bool = False
     # --service-type-filter (repeatable): only Services of these types; empty means all.
     service_types: tuple[str, ...] = ()
 
@@ -99,12 +100,16 @@ def _selected(svc: Obj, opts: ServiceOptions, parsed: ann.Annotations) -> bool:
     return opts.service_type_selected(service_type(svc)) and not parsed.controller_mismatch
 
 
-def service_dependencies(svc: Obj, opts: ServiceOptions) -> ServiceDependencies:
+def service_dependencies(
+    svc: Obj, opts: ServiceOptions, common: SourceOptions | None = None
+) -> ServiceDependencies:
     """What besides the Service itself `service_endpoints` reads for this Service."""
+    common = common or SourceOptions()
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
-    if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation or parsed.targets:
+    if not _selected(svc, opts, parsed) or parsed.targets:
         return ServiceDependencies()
-    if not parsed.hostnames and not parsed.internal_hostnames:
+    annotated = not common.ignore_hostname_annotation and (parsed.hostnames or parsed.internal_hostnames)
+    if not annotated and common.template is None:
         return ServiceDependencies()
     if service_type(svc) == "NodePort":
         local = get_str(svc, "spec", "externalTrafficPolicy") == "Local"
@@ -126,6 +131,7 @@ def service_endpoints(
     slices: Sequence[Obj] = (),
     pods: Mapping[str, Obj] | None = None,
     opts: ServiceOptions | None = None,
+    common: SourceOptions | None = None,
 ) -> SourceResult:
     """A Service's desired endpoints and problems.
 
@@ -135,15 +141,21 @@ def service_endpoints(
     the `controller` annotation gives an empty result.
     """
     opts = opts or ServiceOptions()
+    common = common or SourceOptions()
     ref = ObjectRef.of(svc, SERVICES, "service")
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
-    if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation:
+    if not _selected(svc, opts, parsed):
         return SourceResult()
     ctx = _Context(svc, ref, parsed, nodes or {}, slices, pods or {}, opts)
-    for hostname in parsed.hostnames:
-        ctx.generate(hostname, parsed.field(ann.HOSTNAME), internal=False)
-    for hostname in parsed.internal_hostnames:
-        ctx.generate(hostname, parsed.field(ann.INTERNAL_HOSTNAME), internal=True)
+    if not common.ignore_hostname_annotation:
+        for hostname in parsed.hostnames:
+            ctx.generate(hostname, parsed.field(ann.HOSTNAME), internal=False)
+        for hostname in parsed.internal_hostnames:
+            ctx.generate(hostname, parsed.field(ann.INTERNAL_HOSTNAME), internal=True)
+    template = common.template
+    if template is not None and (common.combine_fqdn_annotation or ctx.out.empty):
+        for hostname in template.names(svc, SERVICES.kind):
+            ctx.generate(hostname, FQDN_TEMPLATE_FIELD, internal=False)
     extra = [Problem(ref, p.field, p.message) for p in parsed.problems]
     return ctx.out.result(extra)
 
@@ -367,6 +379,7 @@ class ServiceTranslator(Translator):
 
     def __init__(self, context: SourceContext[ServiceOptions]) -> None:
         self.options = context.options
+        self.common = context.common
         self.cache = context.cache
         self.inputs = ServiceInputs()
         self._related = {
@@ -379,13 +392,14 @@ class ServiceTranslator(Translator):
         if obj is None:
             self.inputs.unregister(key)
             return None
-        self.inputs.register(key, obj, service_dependencies(obj, self.options))
+        self.inputs.register(key, obj, service_dependencies(obj, self.options, self.common))
         return service_endpoints(
             obj,
             nodes=self.cache(NODES),
             slices=self.inputs.slices_for(key),
             pods=self.inputs.pods_for(key),
             opts=self.options,
+            common=self.common,
         )
 
     def related(
