@@ -8,7 +8,10 @@
 - `--default-targets` (repeatable) and `--force-default-targets`: external-dns's multiSource: an endpoint
   without targets (only a DNSEndpoint's A, AAAA or CNAME can have none) gets the default targets; with
   force, every endpoint of every source is replaced by the default targets under its name (A, AAAA or
-  CNAME by target, its TTL, set identifier, provider-specific properties and labels kept).
+  CNAME by target, its TTL, set identifier, provider-specific properties and labels kept);
+- `--annotation-prefix`: external-dns v0.22 reads its annotations under this one prefix. shardsync reads
+  both external-dns prefixes, always (sources.annotations), so it accepts either of them as the value and
+  refuses any other prefix at start-up rather than read annotations the user did not mean.
 
 The value reaches each kind's translator as `SourceContext.common` (the watcher's `WatchOptions.common`).
 Pinned against external-dns v0.22.0 (pkg/apis/externaldns/types.go, validation.go, source/wrappers).
@@ -21,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from shardsync.endpoint import Endpoint
 from shardsync.flags import ConfigError, Flag, FlagGroup
+from shardsync.sources.annotations import GA_PREFIX, PREFIXES
 from shardsync.sources.fqdn import FqdnTemplate
 from shardsync.sources.result import suitable_type
 
@@ -34,6 +38,7 @@ class SourceOptions:
     ignore_hostname_annotation: bool = False
     default_targets: tuple[str, ...] = ()
     force_default_targets: bool = False
+    annotation_prefix: str = GA_PREFIX
 
     @property
     def template(self) -> FqdnTemplate | None:
@@ -46,6 +51,16 @@ def validate(options: SourceOptions) -> None:
     if options.ignore_hostname_annotation and template is None:
         # external-dns: "FQDN Template must be set if ignoring annotations"
         raise ConfigError("--ignore-hostname-annotation needs --fqdn-template (as in external-dns)")
+    prefix = options.annotation_prefix
+    if not prefix:
+        raise ConfigError("--annotation-prefix cannot be empty")
+    if not prefix.endswith("/"):
+        raise ConfigError("--annotation-prefix must end with '/'")
+    if prefix not in PREFIXES:
+        raise ConfigError(
+            f"--annotation-prefix {prefix}: not supported; shardsync reads the {' and '.join(PREFIXES)} "
+            "annotations (both, always)"
+        )
 
 
 FLAGS = FlagGroup(
@@ -83,6 +98,11 @@ FLAGS = FlagGroup(
             "replace every source's targets by --default-targets",
             switch=True,
             external_dns="--force-default-targets",
+        ),
+        Flag(
+            "annotation_prefix",
+            f"prefix of the annotations read: {' or '.join(PREFIXES)} (both are read either way)",
+            external_dns="--annotation-prefix",
         ),
     ),
     validate=validate,

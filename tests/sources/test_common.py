@@ -243,3 +243,22 @@ def test_flags_fill_one_shared_value() -> None:
 def test_flags_that_cannot_work_are_refused(argv: list[str], why: str) -> None:
     with pytest.raises(ConfigError, match=why):
         parse(argv)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "why"),
+    [
+        # validation.go: "--annotation-prefix cannot be empty", "--annotation-prefix must end with '/'"
+        ("", "cannot be empty"),
+        ("external-dns.kubernetes.io", "must end with '/'"),
+        ("dns.example.com/", "not supported"),
+    ],
+)
+def test_annotation_prefix_other_than_external_dns_is_refused(prefix: str, why: str) -> None:
+    with pytest.raises(ConfigError, match=why):
+        parse([f"--annotation-prefix={prefix}"])
+
+
+@pytest.mark.parametrize("prefix", ["external-dns.kubernetes.io/", "external-dns.alpha.kubernetes.io/"])
+def test_annotation_prefix_of_either_external_dns_version_is_accepted(prefix: str) -> None:
+    assert parse([f"--annotation-prefix={prefix}"]).options(common.FLAGS).annotation_prefix == prefix
