@@ -9,6 +9,8 @@
   without targets (only a DNSEndpoint's A, AAAA or CNAME can have none) gets the default targets; with
   force, every endpoint of every source is replaced by the default targets under its name (A, AAAA or
   CNAME by target, its TTL, set identifier, provider-specific properties and labels kept);
+- `--create-ptr`: PTR records for the A and AAAA records of every source (sources.ptr; the `record-type`
+  annotation overrides it per object); it needs PTR in `--managed-record-types`, as in external-dns;
 - `--annotation-prefix`: external-dns v0.22 reads its annotations under this one prefix. shardsync reads
   both external-dns prefixes, always (sources.annotations), so it accepts either of them as the value and
   refuses any other prefix at start-up rather than read annotations the user did not mean.
@@ -39,6 +41,7 @@ class SourceOptions:
     default_targets: tuple[str, ...] = ()
     force_default_targets: bool = False
     annotation_prefix: str = GA_PREFIX
+    create_ptr: bool = False
 
     @property
     def template(self) -> FqdnTemplate | None:
@@ -98,6 +101,13 @@ FLAGS = FlagGroup(
             "replace every source's targets by --default-targets",
             switch=True,
             external_dns="--force-default-targets",
+        ),
+        Flag(
+            "create_ptr",
+            "publish PTR records for A and AAAA records (needs PTR in --managed-record-types; "
+            "the record-type annotation overrides it)",
+            switch=True,
+            external_dns="--create-ptr",
         ),
         Flag(
             "annotation_prefix",
