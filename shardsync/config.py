@@ -29,6 +29,7 @@ from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
 from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
 from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
 from shardsync.sources import table as source_table
+from shardsync.sources.filters import regex
 from shardsync.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
 
 SOURCES = tuple(source_table.SOURCES)
@@ -62,7 +63,10 @@ class Settings:
     annotation_filter: str = ""
     domain_filter: tuple[str, ...] = ()
     exclude_domains: tuple[str, ...] = ()
+    regex_domain_filter: str = ""
+    regex_domain_exclusion: str = ""
     managed_record_types: tuple[str, ...] = DEFAULT_MANAGED_TYPES
+    exclude_record_types: tuple[str, ...] = ()
     # the cluster and this replica
     kubeconfig: str = ""
     identity: str = ""
@@ -160,12 +164,31 @@ FLAGS: tuple[Flag, ...] = (
         external_dns="--exclude-domains",
     ),
     Flag(
+        "regex_domain_filter",
+        "only manage names matching this regular expression; overrides --domain-filter",
+        kind=regex,
+        external_dns="--regex-domain-filter",
+    ),
+    Flag(
+        "regex_domain_exclusion",
+        "never manage names matching this regular expression (with --regex-domain-filter)",
+        kind=regex,
+        external_dns="--regex-domain-exclusion",
+    ),
+    Flag(
         "managed_record_types",
         "record types managed (repeatable)",
         kind=str.upper,
         repeat=True,
         choices=sorted(SUPPORTED_TYPES),
         external_dns="--managed-record-types",
+    ),
+    Flag(
+        "exclude_record_types",
+        "record types never managed, even if --managed-record-types names them (repeatable)",
+        kind=str.upper,
+        repeat=True,
+        external_dns="--exclude-record-types",
     ),
     Flag(
         "kubeconfig",
@@ -353,6 +376,8 @@ def validate(s: Settings) -> None:
     chosen = {name: source_table.SOURCES[name] for name in s.sources}
     for group in source_table.flag_groups(chosen):
         group.validate(s.options(group))
+    if s.options(source_table.COMMON).create_ptr and "PTR" not in s.managed_record_types:
+        raise ConfigError("--create-ptr requires PTR in --managed-record-types (as in external-dns)")
 
 
 def settings_fields() -> list[str]:

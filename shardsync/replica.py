@@ -40,7 +40,7 @@ from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
-from shardsync.sources.table import SOURCES
+from shardsync.sources.table import COMMON, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from shardsync.worker import Worker, WorkerOptions
 
@@ -62,7 +62,12 @@ class Replica:
         self.zones_known = anyio.Event()
         self.desired = DesiredIndex()
         self.events = EventRecorder(kube, settings.identity)
-        self.domain_filter = DomainFilter.parse(settings.domain_filter, settings.exclude_domains)
+        self.domain_filter = DomainFilter.parse(
+            settings.domain_filter,
+            settings.exclude_domains,
+            settings.regex_domain_filter,
+            settings.regex_domain_exclusion,
+        )
         work = WorkerOptions(
             interval=settings.interval,
             event_delay=0.0 if settings.events else settings.interval,
@@ -86,8 +91,9 @@ class Replica:
             namespace=settings.namespace,
             objects=ObjectFilter.parse(settings.namespace, settings.label_filter, settings.annotation_filter),
             domains=self.domain_filter,
-            record_types=RecordTypeFilter.parse(settings.managed_record_types),
+            record_types=RecordTypeFilter.parse(settings.managed_record_types, settings.exclude_record_types),
             source_options={k.name: settings.options(k.flags) for k in kinds if k.flags is not None},
+            common=settings.options(COMMON),
         )
         self.sources = SourceWatcher(
             kube,
@@ -207,14 +213,19 @@ class Replica:
 def registry_for(settings: config.Settings) -> Registry:
     """`--registry`: external-dns's TXT registry, or its noop registry (no ownership records)."""
     if settings.registry == "noop":
-        return NoopRegistry(settings.managed_record_types)
+        return NoopRegistry(managed_types(settings))
     return TxtRegistry(
         owner_id=settings.txt_owner_id,
         prefix=settings.txt_prefix,
         suffix=settings.txt_suffix,
         wildcard_replacement=settings.txt_wildcard_replacement,
-        managed_types=settings.managed_record_types,
+        managed_types=managed_types(settings),
     )
+
+
+def managed_types(settings: config.Settings) -> tuple[str, ...]:
+    """--managed-record-types minus --exclude-record-types (external-dns's plan.IsManagedRecord)."""
+    return tuple(t for t in settings.managed_record_types if t not in settings.exclude_record_types)
 
 
 def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:

@@ -31,6 +31,7 @@ ACCESS = "access"
 ENDPOINTS_TYPE = "endpoints-type"
 INGRESS_HOSTNAME_SOURCE = "ingress-hostname-source"
 ALIAS = "alias"
+RECORD_TYPE = "record-type"  # `ptr` or not: the provider-specific property `record-type` (sources.ptr)
 
 CONTROLLER_VALUE = "dns-controller"  # the only `controller` value external-dns accepts as its own
 ACCESS_VALUES = ("public", "private")
@@ -201,6 +202,8 @@ def _provider_specific(values: dict[str, str]) -> tuple[tuple[str, str], ...]:
     props: dict[str, str] = {}
     if values.get(ALIAS) == "true":
         props["alias"] = "true"
+    if RECORD_TYPE in values:
+        props[RECORD_TYPE] = values[RECORD_TYPE]
     for name, value in values.items():
         for ann_prefix, prop_prefix in _PROVIDER_PREFIXES:
             if name.startswith(ann_prefix):

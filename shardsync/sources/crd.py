@@ -2,11 +2,16 @@
 
 spec.endpoints[] holds endpoints in external-dns's JSON form. Each is parsed with `Endpoint.from_json` and
 checked with `Endpoint.validate()`; an invalid one is dropped and reported, the others are kept. Like
-external-dns, a target ending in a dot is refused except for CNAME, MX and TXT records. The user's labels
+external-dns v0.22.0 (source/crd.go, then endpoint.CheckEndpoint in its dedup wrapper), a target ending in a
+dot is refused for A, AAAA, NS and PTR records, an SRV target must be `<priority> <weight> <port> <host.>`
+(16-bit numbers, the host absolute: ending in a dot, RFC 2782), and CNAME, MX and TXT take either. The user's
+labels
 are kept (except `shardsync/...`, which steer the planner and are set here only), plus
 `resource=crd/<ns>/<name>` and `shardsync/created`; A and AAAA targets are put in canonical form. Two
 entries for the same RRset merge their targets (a second CNAME target is refused instead, CNAME holding
-one), as external-dns's MergeEndpoints does.
+one), as external-dns's MergeEndpoints does. An A, AAAA or CNAME entry without targets gets
+`--default-targets` when they are set (external-dns's multiSource; sources.common), and is refused
+otherwise.
 
 `KIND` is the source kind `--source=crd`: it waits for the DNSEndpoint CRD to be served, and its
 translator has a `StatusWriter` (sources.status) write each translated generation to
@@ -32,6 +37,7 @@ from shardsync.endpoint import (
 from shardsync.kube import Kube
 from shardsync.manifests import CRD_FILE, CRD_NAME
 from shardsync.objects import ObjectRef, Resource, get, get_str
+from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.result import Problem, SourceResult
 from shardsync.sources.status import StatusWriter
@@ -39,38 +45,71 @@ from shardsync.sources.status import StatusWriter
 DNS_ENDPOINTS = Resource("externaldns.k8s.io", "v1alpha1", "dnsendpoints", "DNSEndpoint")
 
 # Record types whose targets must not end in a dot (external-dns's crd source refuses it; CNAME, MX and TXT
-# may; the types shardsync does not support are refused by `validate()` anyway).
-_NO_DOT = SUPPORTED_TYPES - {"CNAME", "MX", "TXT"}
+# may, SRV must: `_srv_problem`; the types shardsync does not support are refused by `validate()` anyway).
+_NO_DOT = SUPPORTED_TYPES - {"CNAME", "MX", "TXT", "SRV"}
+_UINT16 = 0xFFFF
+# Record types external-dns lets through without targets, for --default-targets to fill.
+_DEFAULT_TARGET_TYPES = frozenset({"A", "AAAA", "CNAME"})
+
+
+def _srv_problem(target: str) -> str:
+    """Why external-dns's NewSRVRecord refuses an SRV target ("" when it accepts it)."""
+    parts = target.split()
+    if len(parts) != 4:
+        return f"SRV target {target!r} is not 'priority weight port host.'"
+    if not parts[3].endswith("."):
+        return f"SRV target {target!r}: the host must end in a dot (RFC 2782: {parts[3]}.)"
+    for what, text in zip(("priority", "weight", "port"), parts[:3], strict=True):
+        if not text.isdigit() or int(text) > _UINT16:
+            return f"SRV target {target!r}: {what} {text!r} is not a number from 0 to {_UINT16}"
+    return ""
+
 
 Obj = Mapping[str, Any]
 
 
-def _parse_one(raw: Any, ref: ObjectRef, labels: dict[str, str]) -> tuple[Endpoint | None, str]:
-    """(endpoint, "") or (None, why it was refused)."""
+def _parse_one(
+    raw: Any, ref: ObjectRef, labels: dict[str, str], common: SourceOptions
+) -> tuple[list[Endpoint], str]:
+    """(endpoints, "") or ([], why it was refused); one entry gives several endpoints only when default
+    targets of several types fill it."""
     if not isinstance(raw, Mapping):
-        return None, "an endpoint must be an object"
+        return [], "an endpoint must be an object"
     record_type = raw.get("recordType")
     targets = raw.get("targets")
     if isinstance(record_type, str) and record_type.upper() in _NO_DOT and isinstance(targets, list):
         dotted = [t for t in targets if isinstance(t, str) and t.endswith(".")]
         if dotted:
-            return None, f"illegal target {dotted[0]!r} for a {record_type} record: drop the trailing dot"
+            return [], f"illegal target {dotted[0]!r} for a {record_type} record: drop the trailing dot"
+    if isinstance(record_type, str) and record_type.upper() == "SRV" and isinstance(targets, list):
+        for target in targets:
+            why = _srv_problem(target) if isinstance(target, str) else ""
+            if why:
+                return [], why
     try:
         ep = Endpoint.from_json(raw)
     except InvalidEndpoint as exc:
-        return None, str(exc)
+        return [], str(exc)
     user = {k: v for k, v in ep.labels.items() if not k.startswith(INTERNAL_LABEL_PREFIX)}
-    targets = tuple(sorted({canonical_target(ep.record_type, t) for t in ep.targets}))
-    ep = replace(ep, targets=targets, labels={**user, **labels})
-    try:
-        ep.validate()
-    except InvalidEndpoint as exc:
-        return None, str(exc)
-    return ep, ""
+    ep = replace(ep, labels={**user, **labels})
+    found = [ep]
+    if not ep.targets and ep.record_type in _DEFAULT_TARGET_TYPES:
+        found = with_default_targets(found, common)
+    out: list[Endpoint] = []
+    for one in found:
+        targets = tuple(sorted({canonical_target(one.record_type, t) for t in one.targets}))
+        one = replace(one, targets=targets)
+        try:
+            one.validate()
+        except InvalidEndpoint as exc:
+            return [], str(exc)
+        out.append(one)
+    return out, ""
 
 
-def dnsendpoint_endpoints(obj: Obj) -> SourceResult:
+def dnsendpoint_endpoints(obj: Obj, common: SourceOptions | None = None) -> SourceResult:
     """A DNSEndpoint's valid endpoints, and one problem per endpoint dropped."""
+    common = common or SourceOptions()
     ref = ObjectRef.of(obj, DNS_ENDPOINTS, "crd")
     labels = {RESOURCE_LABEL: ref.resource}
     created = get_str(obj, "metadata", "creationTimestamp")
@@ -86,24 +125,34 @@ def dnsendpoint_endpoints(obj: Obj) -> SourceResult:
     merged: dict[tuple[str, str, str], Endpoint] = {}
     for i, raw in enumerate(raw_endpoints):
         field_path = f"spec.endpoints[{i}]"
-        ep, why = _parse_one(raw, ref, labels)
-        if ep is None:
+        found, why = _parse_one(raw, ref, labels, common)
+        if why:
             out.problems.append(Problem(ref, field_path, f"dropped: {why}"))
-            continue
-        first = merged.get(ep.key)
-        if first is None:
-            merged[ep.key] = ep
-            continue
-        if ep.record_type == "CNAME" and ep.targets != first.targets:
-            out.problems.append(
-                Problem(ref, field_path, f"dropped: {ep.dns_name} already has a CNAME to {first.targets[0]}")
-            )
-            continue
-        # The first entry's TTL, labels and provider-specific properties stay, as in external-dns.
-        union = Endpoint.new(first.dns_name, first.record_type, (*first.targets, *ep.targets))
-        merged[ep.key] = replace(first, targets=union.targets)
+        for ep in found:
+            _merge(merged, ep, ref, field_path, out.problems)
     out.endpoints = [merged[key] for key in sorted(merged)]
     return out
+
+
+def _merge(
+    merged: dict[tuple[str, str, str], Endpoint],
+    ep: Endpoint,
+    ref: ObjectRef,
+    field_path: str,
+    problems: list[Problem],
+) -> None:
+    first = merged.get(ep.key)
+    if first is None:
+        merged[ep.key] = ep
+        return
+    if ep.record_type == "CNAME" and ep.targets != first.targets:
+        problems.append(
+            Problem(ref, field_path, f"dropped: {ep.dns_name} already has a CNAME to {first.targets[0]}")
+        )
+        return
+    # The first entry's TTL, labels and provider-specific properties stay, as in external-dns.
+    union = Endpoint.new(first.dns_name, first.record_type, (*first.targets, *ep.targets))
+    merged[ep.key] = replace(first, targets=union.targets)
 
 
 async def write_observed_generation(kube: Kube, key: str, generation: int) -> None:
@@ -118,10 +167,11 @@ class DNSEndpointTranslator(Translator):
 
     def __init__(self, context: SourceContext[None]) -> None:
         self.status = StatusWriter(context, DNS_ENDPOINTS, partial(write_observed_generation, context.kube))
+        self.common = context.common
 
     def translate(self, key: str, obj: dict[str, Any] | None) -> SourceResult | None:
         self.status.translated(key, obj)
-        return None if obj is None else dnsendpoint_endpoints(obj)
+        return None if obj is None else dnsendpoint_endpoints(obj, self.common)
 
     async def run(self) -> None:
         await self.status.run()

@@ -4,7 +4,8 @@
   `--annotation-filter` (label-selector syntax on the object's annotations). external-dns-prefixed
   annotations are matched under both prefixes, so a filter written for either version of external-dns sees
   annotations written for either.
-- `DomainFilter` (shardsync.domain_filter): `--domain-filter` and `--exclude-domains`.
+- `DomainFilter` (shardsync.domain_filter): `--domain-filter`, `--exclude-domains`,
+  `--regex-domain-filter` and `--regex-domain-exclusion` (`regex` checks the last two at start-up).
 - `RecordTypeFilter`: `--managed-record-types` (default A, AAAA, CNAME) and `--exclude-record-types`.
 
 Bad filter syntax is a configuration error: the constructors raise ValueError (SelectorError for
@@ -13,6 +14,8 @@ selectors, DomainFilterError for regular expressions), to be reported at start-u
 
 from __future__ import annotations
 
+import argparse
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +25,17 @@ from shardsync.endpoint import DEFAULT_MANAGED_TYPES, Endpoint
 from shardsync.objects import get_str, get_str_map
 from shardsync.selectors import Selector, parse_selector
 from shardsync.sources.annotations import with_both_prefixes
+
+
+def regex(text: str) -> str:
+    """A flag's regular expression (`--regex-domain-filter`, `--regex-domain-exclusion`), as argparse's
+    `type=`: kept as written, refused at start-up when it does not compile. Python's `re` syntax, which
+    agrees with Go's RE2 for the expressions domain filters use (no backreferences or lookarounds in RE2)."""
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise argparse.ArgumentTypeError(f"bad regular expression {text!r}: {exc}") from None
+    return text
 
 
 @dataclass(frozen=True, slots=True)

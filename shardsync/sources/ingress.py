@@ -3,8 +3,9 @@
 Names come from spec.rules[].host (unless `--ignore-ingress-rules-spec`), spec.tls[].hosts (unless
 `--ignore-ingress-tls-spec`) and the `hostname` annotation (unless `--ignore-hostname-annotation`); the
 `ingress-hostname-source` annotation keeps only the spec's names (`defined-hosts-only`) or only the
-annotation's (`annotation-only`). Targets are the `target` annotation, else every
-status.loadBalancer.ingress ip and hostname. `--ingress-class` keeps Ingresses whose
+annotation's (`annotation-only`). The `--fqdn-template` names are used when those give no endpoint, or
+added with `--combine-fqdn-annotation` (shardsync.sources.common). Targets are the `target` annotation,
+else every status.loadBalancer.ingress ip and hostname. `--ingress-class` keeps Ingresses whose
 spec.ingressClassName, or when that is empty the legacy `kubernetes.io/ingress.class` annotation, is one
 of the given classes. Every endpoint carries `resource=ingress/<ns>/<name>` and `shardsync/created`.
 `KIND` is the source kind `--source=ingress`, with its flags (`FLAGS`, filling `IngressOptions`).
@@ -19,7 +20,8 @@ from typing import Any
 from shardsync.flags import Flag, FlagGroup
 from shardsync.objects import ObjectRef, Resource, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
-from shardsync.sources.kind import SourceKind, pure
+from shardsync.sources.common import SourceOptions
+from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")
@@ -31,16 +33,14 @@ Obj = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class IngressOptions:
-    """The ingress source's options, named after external-dns's flags (only `--ingress-class` is a flag of
-    shardsync yet: `FLAGS`); the defaults are external-dns's."""
+    """The ingress source's options, named after external-dns's flags (`FLAGS`); the defaults are
+    external-dns's."""
 
     # --ingress-class (repeatable): only Ingresses of these classes; empty means all.
     ingress_class_names: tuple[str, ...] = ()
     # --ignore-ingress-tls-spec / --ignore-ingress-rules-spec: Ingress hosts not taken from there.
     ignore_ingress_tls_spec: bool = False
     ignore_ingress_rules_spec: bool = False
-    # --ignore-hostname-annotation: the `hostname` annotation is not read.
-    ignore_hostname_annotation: bool = False
 
 
 FLAGS = FlagGroup(
@@ -54,6 +54,18 @@ FLAGS = FlagGroup(
             repeat=True,
             flag="ingress-class",
             external_dns="--ingress-class",
+        ),
+        Flag(
+            "ignore_ingress_tls_spec",
+            "do not take names from ingresses' spec.tls",
+            switch=True,
+            external_dns="--ignore-ingress-tls-spec",
+        ),
+        Flag(
+            "ignore_ingress_rules_spec",
+            "do not take names from ingresses' spec.rules",
+            switch=True,
+            external_dns="--ignore-ingress-rules-spec",
         ),
     ),
 )
@@ -70,9 +82,12 @@ def ingress_class_selected(ing: Obj, opts: IngressOptions) -> bool:
     return legacy is not None and legacy in opts.ingress_class_names
 
 
-def ingress_endpoints(ing: Obj, opts: IngressOptions | None = None) -> SourceResult:
+def ingress_endpoints(
+    ing: Obj, opts: IngressOptions | None = None, common: SourceOptions | None = None
+) -> SourceResult:
     """An Ingress's desired endpoints and problems (empty when the class or controller filter skips it)."""
     opts = opts or IngressOptions()
+    common = common or SourceOptions()
     parsed = ann.parse(get_str_map(ing, "metadata", "annotations"))
     if not ingress_class_selected(ing, opts) or parsed.controller_mismatch:
         return SourceResult()
@@ -101,7 +116,7 @@ def ingress_endpoints(ing: Obj, opts: IngressOptions | None = None) -> SourceRes
                 if host:
                     defined.append((host, f"spec.tls[{i}].hosts[{j}]"))
     from_annotation: list[tuple[str, str]] = []
-    if not opts.ignore_hostname_annotation:
+    if not common.ignore_hostname_annotation:
         from_annotation = [(h, parsed.field(ann.HOSTNAME)) for h in parsed.hostnames]
 
     problems = [Problem(ref, p.field, p.message) for p in parsed.problems]
@@ -124,7 +139,21 @@ def ingress_endpoints(ing: Obj, opts: IngressOptions | None = None) -> SourceRes
         )
     for name, field_path in names:
         out.add_targets(name, targets, field_path)
+    template = common.template
+    if template is not None and (common.combine_fqdn_annotation or out.empty):
+        for name in template.names(ing, INGRESSES.kind):
+            out.add_targets(name, targets, "metadata (--fqdn-template)")
     return out.result(problems)
 
 
-KIND = SourceKind("ingress", INGRESSES, pure(ingress_endpoints), flags=FLAGS)
+class IngressTranslator(Translator):
+    """The ingress kind in one watcher: `ingress_endpoints` with the kind's and the shared options."""
+
+    def __init__(self, context: SourceContext[IngressOptions]) -> None:
+        self.options, self.common = context.options, context.common
+
+    def translate(self, key: str, obj: Obj | None) -> SourceResult | None:
+        return None if obj is None else ingress_endpoints(obj, self.options, self.common)
+
+
+KIND = SourceKind("ingress", INGRESSES, IngressTranslator, flags=FLAGS)

@@ -12,12 +12,13 @@ change to learn which of the kind's own objects to re-translate, and `Translator
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
 from shardsync.kube import Kube
 from shardsync.objects import Obj, Resource
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.result import SourceResult
 
 OptionsT = TypeVar("OptionsT")
@@ -33,6 +34,9 @@ class SourceContext(Generic[OptionsT]):
     may_write: Callable[[], bool]  # whether this replica writes to source objects now
     status_resync: float = 30.0  # how often lagging statuses are looked for
     max_backoff: float = 30.0  # the longest wait between two retries of a failed write
+    common: SourceOptions = field(
+        default_factory=SourceOptions
+    )  # the flags every kind shares (sources.common)
 
 
 class Translator:

@@ -83,6 +83,11 @@ class EndpointSet:
         self._targets: dict[tuple[str, str], dict[str, None]] = {}  # ordered sets
         self._fields: dict[tuple[str, str], str] = {}
 
+    @property
+    def empty(self) -> bool:
+        """No RRset has been added yet."""
+        return not self._targets
+
     def problem(self, field_path: str, message: str) -> None:
         self.problems.append(Problem(self.ref, field_path, message))
 

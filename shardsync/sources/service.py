@@ -1,7 +1,8 @@
 """Service → desired endpoints, as external-dns's service source computes them (pure; plain-dict objects).
 
-For each name in the `hostname` (and `internal-hostname`) annotation the targets are, unless the `target`
-annotation replaces them:
+For each name in the `hostname` (and `internal-hostname`) annotation (unless `--ignore-hostname-annotation`),
+and for each `--fqdn-template` name when those give no endpoint or with `--combine-fqdn-annotation`
+(shardsync.sources.common), the targets are, unless the `target` annotation replaces them:
 
 - LoadBalancer: spec.externalIPs, else every status.loadBalancer.ingress ip and hostname
   (`internal-hostname`: the cluster IP);
@@ -10,9 +11,11 @@ annotation replaces them:
   `<pod spec.hostname>.<name>` per pod that has a hostname (`publishNotReadyAddresses` adds the not-ready
   ones; `endpoints-type` and `--publish-host-ip` switch to node or host addresses; a pod's own `target`
   annotation replaces its address);
-- NodePort: the nodes' ExternalIPs (plus IPv6 InternalIPs), else their InternalIPs, as the `access`
-  annotation chooses, only the nodes running ready pods when externalTrafficPolicy is Local; plus one SRV
-  record `_<service name>._<protocol>.<name>` → `0 50 <nodePort> <name>` per node port;
+- NodePort: the nodes' ExternalIPs (plus IPv6 InternalIPs with `--expose-internal-ipv6`), else their
+  InternalIPs, as the `access` annotation chooses, only the nodes running ready pods when
+  externalTrafficPolicy is Local, never unschedulable nodes unless `--exclude-unschedulable=false`; plus
+  one SRV record `_<service name>._<protocol>.<name>` → `0 50 <nodePort> <name>.` per node port
+  (shardsync.sources.service_nodeport);
 - ExternalName: spec.externalIPs, else spec.externalName.
 
 IPv4 targets make A records, IPv6 AAAA, anything else CNAME. Every endpoint carries the labels
@@ -30,10 +33,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.flags import Flag, FlagGroup
+from shardsync.flags import ConfigError, Flag, FlagGroup
 from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
+from shardsync.sources import service_nodeport as nodeport
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
 from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs, slice_service
@@ -46,12 +51,13 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 Obj = Mapping[str, Any]
 
 SERVICE_TYPES = frozenset({"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"})
+FQDN_TEMPLATE_FIELD = "metadata (--fqdn-template)"  # where a problem with a templated name is reported
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
-    """The service source's options, named after external-dns's flags (only `--publish-internal-services`
-    is a flag of shardsync yet: `FLAGS`); the defaults are external-dns's."""
+    """The service source's options, named after external-dns's flags (`FLAGS`); the defaults are
+    external-dns's."""
 
     # --publish-internal-services: ClusterIP Services publish their cluster IP for `hostname` too.
     publish_internal: bool = False
@@ -59,18 +65,20 @@ class ServiceOptions:
     publish_host_ip: bool = False
     # --always-publish-not-ready-addresses: as if every headless Service set publishNotReadyAddresses.
     always_publish_not_ready_addresses: bool = False
-    # --expose-internal-ipv6: headless `endpoints-type: NodeExternalIP` adds the nodes' IPv6 InternalIPs.
+    # --expose-internal-ipv6: NodePort Services and headless `endpoints-type: NodeExternalIP` add the
+    # nodes' IPv6 InternalIPs to their ExternalIPs.
     expose_internal_ipv6: bool = False
-    # --ignore-hostname-annotation: the `hostname`/`internal-hostname` annotations are not read.
-    ignore_hostname_annotation: bool = False
+    # --exclude-unschedulable: NodePort Services leave out nodes with spec.unschedulable.
+    exclude_unschedulable: bool = True
     # --service-type-filter (repeatable): only Services of these types; empty means all.
-    service_types: frozenset[str] = frozenset()
+    service_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        unknown = self.service_types - SERVICE_TYPES - {""}
+        unknown = set(self.service_types) - SERVICE_TYPES - {""}
         if unknown:
-            raise ValueError(
-                f"unsupported service type filter {sorted(unknown)}; supported: {sorted(SERVICE_TYPES)}"
+            raise ConfigError(
+                f"--service-type-filter: unsupported service type {', '.join(sorted(unknown))} "
+                f"(supported: {', '.join(sorted(SERVICE_TYPES))})"
             )
 
     def service_type_selected(self, service_type: str) -> bool:
@@ -92,12 +100,16 @@ def _selected(svc: Obj, opts: ServiceOptions, parsed: ann.Annotations) -> bool:
     return opts.service_type_selected(service_type(svc)) and not parsed.controller_mismatch
 
 
-def service_dependencies(svc: Obj, opts: ServiceOptions) -> ServiceDependencies:
+def service_dependencies(
+    svc: Obj, opts: ServiceOptions, common: SourceOptions | None = None
+) -> ServiceDependencies:
     """What besides the Service itself `service_endpoints` reads for this Service."""
+    common = common or SourceOptions()
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
-    if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation or parsed.targets:
+    if not _selected(svc, opts, parsed) or parsed.targets:
         return ServiceDependencies()
-    if not parsed.hostnames and not parsed.internal_hostnames:
+    annotated = not common.ignore_hostname_annotation and (parsed.hostnames or parsed.internal_hostnames)
+    if not annotated and common.template is None:
         return ServiceDependencies()
     if service_type(svc) == "NodePort":
         local = get_str(svc, "spec", "externalTrafficPolicy") == "Local"
@@ -119,6 +131,7 @@ def service_endpoints(
     slices: Sequence[Obj] = (),
     pods: Mapping[str, Obj] | None = None,
     opts: ServiceOptions | None = None,
+    common: SourceOptions | None = None,
 ) -> SourceResult:
     """A Service's desired endpoints and problems.
 
@@ -128,15 +141,21 @@ def service_endpoints(
     the `controller` annotation gives an empty result.
     """
     opts = opts or ServiceOptions()
+    common = common or SourceOptions()
     ref = ObjectRef.of(svc, SERVICES, "service")
     parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
-    if not _selected(svc, opts, parsed) or opts.ignore_hostname_annotation:
+    if not _selected(svc, opts, parsed):
         return SourceResult()
     ctx = _Context(svc, ref, parsed, nodes or {}, slices, pods or {}, opts)
-    for hostname in parsed.hostnames:
-        ctx.generate(hostname, parsed.field(ann.HOSTNAME), internal=False)
-    for hostname in parsed.internal_hostnames:
-        ctx.generate(hostname, parsed.field(ann.INTERNAL_HOSTNAME), internal=True)
+    if not common.ignore_hostname_annotation:
+        for hostname in parsed.hostnames:
+            ctx.generate(hostname, parsed.field(ann.HOSTNAME), internal=False)
+        for hostname in parsed.internal_hostnames:
+            ctx.generate(hostname, parsed.field(ann.INTERNAL_HOSTNAME), internal=True)
+    template = common.template
+    if template is not None and (common.combine_fqdn_annotation or ctx.out.empty):
+        for hostname in template.names(svc, SERVICES.kind):
+            ctx.generate(hostname, FQDN_TEMPLATE_FIELD, internal=False)
     extra = [Problem(ref, p.field, p.message) for p in parsed.problems]
     return ctx.out.result(extra)
 
@@ -201,7 +220,7 @@ class _Context:
             targets += [get_str(lb, "ip"), get_str(lb, "hostname")]
         return targets
 
-    # --- NodePort ---------------------------------------------------------------------------------------
+    # --- NodePort (shardsync.sources.service_nodeport) -----------------------------------------------------
 
     def selected_pods(self) -> list[Obj]:
         """Pods of the Service's namespace matched by spec.selector (an empty selector matches all)."""
@@ -217,60 +236,19 @@ class _Context:
             ]
         return self._selected_pods
 
-    def local_traffic_nodes(self) -> list[Obj]:
-        """Nodes running the Service's pods: with a ready non-terminating pod, else a ready pod, else any.
-
-        Unlike external-dns, which judges a node by whichever of its pods it meets first, a node counts as
-        ready when any of its pods is, so the answer does not depend on the order of the pod cache.
-        """
-        running: dict[str, Obj] = {}
-        ready: dict[str, Obj] = {}
-        serving: dict[str, Obj] = {}
-        for pod in self.selected_pods():
-            if get_str(pod, "status", "phase") != "Running":
-                continue
-            node_name = get_str(pod, "spec", "nodeName")
-            node = self.nodes.get(node_name)
-            if node is None:
-                continue
-            running[node_name] = node
-            if _pod_ready(pod):
-                ready[node_name] = node
-                if get(pod, "metadata", "deletionTimestamp") is None:
-                    serving[node_name] = node
-        return list((serving or ready or running).values())
-
     def node_port_targets(self) -> list[str]:
         if get_str(self.svc, "spec", "externalTrafficPolicy") == "Local":
-            node_list = self.local_traffic_nodes()
+            node_list = nodeport.local_traffic_nodes(self.selected_pods(), self.nodes)
         else:
             node_list = [self.nodes[name] for name in sorted(self.nodes)]
-        external: list[str] = []
-        internal: list[str] = []
-        internal_v6: list[str] = []
-        for node in node_list:
-            for address in get_list(node, "status", "addresses"):
-                value = get_str(address, "address")
-                if get_str(address, "type") == "ExternalIP":
-                    external.append(value)
-                elif get_str(address, "type") == "InternalIP":
-                    internal.append(value)
-                    if suitable_type(value) == "AAAA":
-                        internal_v6.append(value)
-        access = self.parsed.access
-        if access == "public" or (access != "private" and external):
-            return external + internal_v6
-        return internal
+        opts = self.opts
+        return nodeport.node_port_targets(
+            node_list, self.parsed.access, opts.expose_internal_ipv6, opts.exclude_unschedulable
+        )
 
     def node_port_srv(self, hostname: str, field_path: str) -> None:
-        """One SRV record per node port: `_<service>._<proto>.<hostname>` → `0 50 <nodePort> <hostname>`."""
-        for port in get_list(self.svc, "spec", "ports"):
-            node_port = get(port, "nodePort")
-            if not isinstance(node_port, int) or isinstance(node_port, bool) or node_port <= 0:
-                continue
-            protocol = get_str(port, "protocol").lower() or "tcp"
-            name = f"_{self.ref.name}._{protocol}.{hostname}"
-            self.out.add(name, "SRV", [f"0 50 {node_port} {hostname}"], field_path)
+        for name, target in nodeport.node_port_srv(self.svc, hostname):
+            self.out.add(name, "SRV", [target], field_path)
 
     # --- headless ----------------------------------------------------------------------------------------
 
@@ -347,13 +325,6 @@ class _Context:
         return out
 
 
-def _pod_ready(pod: Obj) -> bool:
-    return any(
-        get_str(c, "type") == "Ready" and get_str(c, "status") == "True"
-        for c in get_list(pod, "status", "conditions")
-    )
-
-
 FLAGS = FlagGroup(
     "service",
     "service source (--source=service)",
@@ -366,6 +337,38 @@ FLAGS = FlagGroup(
             flag="publish-internal-services",
             external_dns="--publish-internal-services",
         ),
+        Flag(
+            "expose_internal_ipv6",
+            "NodePort and NodeExternalIP services also publish the nodes' internal IPv6 addresses",
+            switch=True,
+            external_dns="--expose-internal-ipv6",
+        ),
+        Flag(
+            "exclude_unschedulable",
+            "NodePort services leave out unschedulable nodes",
+            switch=True,
+            external_dns="--exclude-unschedulable",
+        ),
+        Flag(
+            "service_types",
+            "only read services of these types: ClusterIP, NodePort, LoadBalancer, ExternalName (repeatable; "
+            "default: all)",
+            repeat=True,
+            flag="service-type-filter",
+            external_dns="--service-type-filter",
+        ),
+        Flag(
+            "publish_host_ip",
+            "headless services publish each pod's host IP instead of its own",
+            switch=True,
+            external_dns="--publish-host-ip",
+        ),
+        Flag(
+            "always_publish_not_ready_addresses",
+            "headless services also publish not-ready addresses, as if publishNotReadyAddresses were set",
+            switch=True,
+            external_dns="--always-publish-not-ready-addresses",
+        ),
     ),
 )
 
@@ -376,6 +379,7 @@ class ServiceTranslator(Translator):
 
     def __init__(self, context: SourceContext[ServiceOptions]) -> None:
         self.options = context.options
+        self.common = context.common
         self.cache = context.cache
         self.inputs = ServiceInputs()
         self._related = {
@@ -388,13 +392,14 @@ class ServiceTranslator(Translator):
         if obj is None:
             self.inputs.unregister(key)
             return None
-        self.inputs.register(key, obj, service_dependencies(obj, self.options))
+        self.inputs.register(key, obj, service_dependencies(obj, self.options, self.common))
         return service_endpoints(
             obj,
             nodes=self.cache(NODES),
             slices=self.inputs.slices_for(key),
             pods=self.inputs.pods_for(key),
             opts=self.options,
+            common=self.common,
         )
 
     def related(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import get_list, get_str, get_str_map
+from shardsync.objects import get, get_list, get_str, get_str_map
 from shardsync.selectors import Selector, selector_from_labels
 
 Obj = Mapping[str, Any]
@@ -59,8 +59,11 @@ def _split(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def _addresses(node: Obj | None) -> list[Any] | None:
-    return None if node is None else get_list(node, "status", "addresses")
+def _node_inputs(node: Obj | None) -> tuple[list[Any], Any] | None:
+    """What a translation reads of a Node: its addresses and whether it is unschedulable."""
+    return (
+        None if node is None else (get_list(node, "status", "addresses"), get(node, "spec", "unschedulable"))
+    )
 
 
 class ServiceInputs:
@@ -138,8 +141,9 @@ class ServiceInputs:
     # -- events on the inputs; each returns the Services to re-translate -------------------------------------
 
     def set_node(self, name: str, old: Obj | None, new: Obj | None) -> set[str]:
-        """A Node changed. Only its existence and addresses are read, so heartbeats touch nothing."""
-        if old is not None and new is not None and _addresses(old) == _addresses(new):
+        """A Node changed. Only its existence, addresses and spec.unschedulable are read, so heartbeats touch
+        nothing."""
+        if old is not None and new is not None and _node_inputs(old) == _node_inputs(new):
             return set()
         return set(self._node_dependents)
 

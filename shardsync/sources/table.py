@@ -14,7 +14,7 @@ from typing import Any
 
 from shardsync.flags import FlagGroup
 from shardsync.objects import ObjectRef
-from shardsync.sources import crd, ingress, service
+from shardsync.sources import common, crd, ingress, service
 from shardsync.sources.kind import SourceKind
 
 SOURCES: dict[str, SourceKind[Any]] = {
@@ -27,10 +27,15 @@ SOURCES: dict[str, SourceKind[Any]] = {
 }
 
 
+# The flags every kind shares (external-dns's global source flags): `SourceContext.common`.
+COMMON = common.FLAGS
+
+
 def flag_groups(table: Mapping[str, SourceKind[Any]] = SOURCES) -> tuple[FlagGroup[Any], ...]:
-    """The kinds' flag groups in table order, each once (several kinds may share one)."""
+    """The shared group, then the kinds' flag groups in table order, each once (several kinds may share
+    one)."""
     groups = {kind.flags.name: kind.flags for kind in table.values() if kind.flags is not None}
-    return tuple(groups.values())
+    return (COMMON, *groups.values())
 
 
 def event_ref(resource: str, table: Mapping[str, SourceKind[Any]] = SOURCES) -> ObjectRef | None:

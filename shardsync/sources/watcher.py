@@ -6,9 +6,10 @@ The watcher knows no kind: each is a line of the source table (`sources.table`; 
 namespaced list calls when --namespace is set. An event on a kind's own object marks that object pending;
 an event on a related object marks the objects the kind's translator says it feeds (`Translator.related`:
 the Services a Node, EndpointSlice or Pod feeds). One task translates the pending objects through their
-kind's translator, applies the object, domain and record-type filters, stores the result in the
-DesiredIndex under `<kind>/<namespace>/<name>` and calls `on_dirty(zones)` with the zones whose desired
-endpoints changed.
+kind's translator, applies `--default-targets` (sources.common), the object, domain and record-type
+filters, stores the result in the DesiredIndex under `<kind>/<namespace>/<name>` and calls
+`on_dirty(zones)` with the zones whose desired endpoints changed. When PTR is a managed type, the PTR
+records that A and AAAA records ask for (`--create-ptr`, sources.ptr) are kept under `ptr/<address>`.
 
 Nothing of a kind is translated before every informer it reads has listed once, so the first translation
 sees full caches and each object is translated once however large the initial list. A kind whose resources
@@ -46,8 +47,11 @@ from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import Obj, Resource
+from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.ptr import PtrIndex
+from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import Problem
 from shardsync.sources.table import SOURCES
 
@@ -81,6 +85,7 @@ class WatchOptions:
     domains: DomainFilter = field(default_factory=DomainFilter)
     record_types: RecordTypeFilter = field(default_factory=RecordTypeFilter)
     source_options: Mapping[str, Any] = field(default_factory=dict)  # a kind's options (else its defaults)
+    common: SourceOptions = field(default_factory=SourceOptions)  # the flags every kind shares
     watch_timeout: int = 60  # seconds one watch request lasts before it is renewed
     status_resync: float = 30.0  # how often DNSEndpoints with a lagging status are looked for
     max_backoff: float = 30.0  # longest wait between probes for a CRD and between status write retries
@@ -133,6 +138,9 @@ class SourceWatcher:
         self._wake = Notifier()
         self._problems: dict[str, frozenset[Problem]] = {}  # desired key → problems last reported
         self._started = time.monotonic()
+        # external-dns installs its PTR wrapper only when PTR is a managed record type (sources.ptr).
+        ptr = options.record_types.match("PTR")
+        self._ptr = PtrIndex(options.common.create_ptr) if ptr else None
         for name in dict.fromkeys(options.sources):
             self._add(table[name])
 
@@ -144,6 +152,7 @@ class SourceWatcher:
             may_write=self._write_status,
             status_resync=self.options.status_resync,
             max_backoff=self.options.max_backoff,
+            common=self.options.common,
         )
         source = _Source(kind, kind.start(context))
         self._sources[kind.name] = source
@@ -277,11 +286,22 @@ class SourceWatcher:
             obj = None
         result = source.translator.translate(key, obj)
         desired_key = f"{kind.name}/{key}"
-        endpoints: list[Endpoint] = []
+        found: list[Endpoint] = []
         if result is not None:
-            endpoints = filter_endpoints(result.endpoints, self.options.domains, self.options.record_types)
+            found = with_default_targets(result.endpoints, self.options.common)
+        addresses: set[str] = set()
+        if self._ptr is not None:
+            found, addresses = self._ptr.update(desired_key, found)
+        endpoints = filter_endpoints(found, self.options.domains, self.options.record_types)
         self._report(kind.name, desired_key, result.problems if result is not None else [])
-        return self.desired.set_object(desired_key, endpoints)
+        changed = self.desired.set_object(desired_key, endpoints)
+        for address in addresses:
+            assert self._ptr is not None
+            ptrs = filter_endpoints(
+                self._ptr.endpoints(address), self.options.domains, self.options.record_types
+            )
+            changed |= self.desired.set_object(ptr_key(address), ptrs)
+        return changed
 
     def _report(self, source: str, desired_key: str, problems: Iterable[Problem]) -> None:
         """Log, count and post (as Warning Events) the problems that were not there last time."""

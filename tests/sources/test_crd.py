@@ -1,4 +1,8 @@
-"""DNSEndpoint translation: valid endpoints kept, invalid ones dropped and reported, never an exception."""
+"""DNSEndpoint translation: valid endpoints kept, invalid ones dropped and reported, never an exception.
+
+Rows naming an external-dns test mirror kubernetes-sigs/external-dns v0.22.0 (source/crd_test.go,
+endpoint/endpoint_test.go).
+"""
 
 from __future__ import annotations
 
@@ -41,9 +45,22 @@ def test_valid_endpoints_with_labels_ttl_and_provider_specific() -> None:
     ("endpoint", "reason"),
     [
         ({"dnsName": "a.example.com", "recordType": "A", "targets": ["1.2.3.4."]}, "trailing dot"),
+        # external-dns v0.22.0 endpoint_test.go TestCheckEndpoint / NewSRVRecord: the SRV host is absolute
         (
-            {"dnsName": "a.example.com", "recordType": "SRV", "targets": ["0 50 80 x.example.com."]},
-            "trailing dot",
+            {"dnsName": "_x._tcp.a.example.com", "recordType": "SRV", "targets": ["0 50 80 x.example.com"]},
+            "must end in a dot",
+        ),
+        (
+            {"dnsName": "_x._tcp.a.example.com", "recordType": "SRV", "targets": ["0 50 x.example.com."]},
+            "SRV",
+        ),
+        (
+            {
+                "dnsName": "_x._tcp.a.example.com",
+                "recordType": "SRV",
+                "targets": ["0 50 70000 x.example.com."],
+            },
+            "port '70000'",
         ),
         ({"dnsName": "a.example.com", "recordType": "A", "targets": ["not-an-ip"]}, "IPv4"),
         ({"dnsName": "a.example.com", "recordType": "A", "targets": []}, "no targets"),
@@ -81,9 +98,11 @@ def test_invalid_endpoint_dropped_and_reported(endpoint: Any, reason: str) -> No
     [
         ("CNAME", "target.example.net.", "target.example.net"),
         ("MX", "10 mail.example.com.", "10 mail.example.com."),
+        # crd_test.go "SRV target with trailing dot (RFC 2782 absolute FQDN host) is valid (#6357)"
+        ("SRV", "10 20 443 def.example.org.", "10 20 443 def.example.org."),
     ],
 )
-def test_trailing_dot_allowed_for_cname_mx_txt(record_type: str, target: str, want: str) -> None:
+def test_trailing_dot_allowed_for_cname_mx_txt_srv(record_type: str, target: str, want: str) -> None:
     result = dnsendpoint_endpoints(
         dnsendpoint([{"dnsName": "a.example.com", "recordType": record_type, "targets": [target]}])
     )

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import IngressOptions, ingress_endpoints
 
 from .objects import ALPHA, CREATED, GA, ingress, records
@@ -41,22 +42,26 @@ def test_rules_tls_and_annotation_hosts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("opts", "want"),
+    ("opts", "common", "want"),
     [
-        (IngressOptions(), {"a.example.com", "b.example.com", "c.example.com"}),
-        (IngressOptions(ignore_ingress_rules_spec=True), {"b.example.com", "c.example.com"}),
-        (IngressOptions(ignore_ingress_tls_spec=True), {"a.example.com", "c.example.com"}),
-        (IngressOptions(ignore_hostname_annotation=True), {"a.example.com", "b.example.com"}),
+        (IngressOptions(), None, {"a.example.com", "b.example.com", "c.example.com"}),
+        (IngressOptions(ignore_ingress_rules_spec=True), None, {"b.example.com", "c.example.com"}),
+        (IngressOptions(ignore_ingress_tls_spec=True), None, {"a.example.com", "c.example.com"}),
+        (
+            IngressOptions(),
+            SourceOptions(ignore_hostname_annotation=True),
+            {"a.example.com", "b.example.com"},
+        ),
     ],
 )
-def test_ignore_flags(opts: IngressOptions, want: set[str]) -> None:
+def test_ignore_flags(opts: IngressOptions, common: SourceOptions | None, want: set[str]) -> None:
     ing = ingress(
         rules=["a.example.com"],
         tls=[["b.example.com"]],
         annotations={GA + "hostname": "c.example.com"},
         lb=LB,
     )
-    assert names(ingress_endpoints(ing, opts)) == want
+    assert names(ingress_endpoints(ing, opts, common)) == want
 
 
 @pytest.mark.parametrize(

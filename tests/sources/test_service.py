@@ -1,4 +1,7 @@
-"""Service translation, per Service type and per annotation, against external-dns's service source."""
+"""Service translation, per Service type and per annotation, against external-dns's service source.
+
+Rows naming an external-dns test mirror kubernetes-sigs/external-dns v0.22.0 (source/service_test.go).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from typing import Any
 import pytest
 
 from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints
 from shardsync.sources.service_inputs import ServiceDependencies, slice_service
 
@@ -139,29 +143,62 @@ def node_port_service(ann: dict[str, str] | None = None, **spec: Any) -> dict[st
     return service(type_="NodePort", annotations={**HOST, **(ann or {})}, ports=ports, **spec)
 
 
+V6 = ServiceOptions(expose_internal_ipv6=True)
+CORDONED = {
+    **NODES,
+    "n2": {**NODES["n2"], "spec": {"unschedulable": True}},
+}
+
+
+# Rows name the external-dns v0.22.0 TestServiceSourceNodePortServices case they mirror.
 @pytest.mark.parametrize(
-    ("nodes", "access", "want"),
+    ("nodes", "access", "opts", "want"),
     [
-        (NODES, None, {("A", ("203.0.113.1", "203.0.113.2")), ("AAAA", ("fd00::1",))}),
-        (NODES, "public", {("A", ("203.0.113.1", "203.0.113.2")), ("AAAA", ("fd00::1",))}),
-        (NODES, "private", {("A", ("10.0.0.1", "10.0.0.2")), ("AAAA", ("fd00::1",))}),
-        (PRIVATE_NODES, None, {("A", ("10.0.0.1", "10.0.0.2"))}),
-        (PRIVATE_NODES, "public", set()),
+        # "annotated NodePort services return an endpoint with IP addresses of the cluster's nodes"
+        (NODES, None, None, {("A", ("203.0.113.1", "203.0.113.2"))}),
+        # "access=public ... external IP addresses of the cluster's nodes if exposeInternalIPv6 is unset"
+        (NODES, "public", None, {("A", ("203.0.113.1", "203.0.113.2"))}),
+        # "access=public ... public IP addresses of the cluster's nodes if exposeInternalIPv6 is set to true"
+        (NODES, "public", V6, {("A", ("203.0.113.1", "203.0.113.2")), ("AAAA", ("fd00::1",))}),
+        (NODES, None, V6, {("A", ("203.0.113.1", "203.0.113.2")), ("AAAA", ("fd00::1",))}),
+        # "access=private annotation NodePort services return an endpoint with private IP addresses ..."
+        (NODES, "private", None, {("A", ("10.0.0.1", "10.0.0.2")), ("AAAA", ("fd00::1",))}),
+        # "annotated NodePort services return an endpoint with IP addresses of the private cluster's nodes"
+        (PRIVATE_NODES, None, None, {("A", ("10.0.0.1", "10.0.0.2"))}),
+        (PRIVATE_NODES, "public", None, set()),
+        # "NodePort services ignore unschedulable node" (ExcludeUnschedulable: true, the default)
+        (CORDONED, None, None, {("A", ("203.0.113.1",))}),
+        (
+            CORDONED,
+            None,
+            ServiceOptions(exclude_unschedulable=False),
+            {("A", ("203.0.113.1", "203.0.113.2"))},
+        ),
     ],
 )
-def test_node_port_targets(nodes: dict[str, Any], access: str | None, want: set[Any]) -> None:
+def test_node_port_targets(
+    nodes: dict[str, Any], access: str | None, opts: ServiceOptions | None, want: set[Any]
+) -> None:
     ann = {ALPHA + "access": access} if access else {}
-    result = service_endpoints(node_port_service(ann), nodes=nodes)
+    result = service_endpoints(node_port_service(ann), nodes=nodes, opts=opts)
     got = {(t, targets) for name, t, targets in records(result) if name == "web.example.com"}
     assert got == want
 
 
+def test_node_port_local_traffic_policy_leaves_out_unschedulable_nodes() -> None:
+    pods = {"default/a": pod("a", node_name="n1"), "default/b": pod("b", node_name="n2")}
+    svc = node_port_service(externalTrafficPolicy="Local")
+    result = service_endpoints(svc, nodes=CORDONED, pods=pods)
+    assert ("web.example.com", "A", ("203.0.113.1",)) in records(result)
+
+
 def test_node_port_srv_records_one_per_node_port() -> None:
+    """external-dns: `_foo._tcp.foo.example.org` → `0 50 30192 foo.example.org.` (target host absolute)."""
     result = service_endpoints(node_port_service(), nodes=NODES)
     srv = {(name, targets) for name, t, targets in records(result) if t == "SRV"}
     assert srv == {
-        ("_web._tcp.web.example.com", ("0 50 30080 web.example.com",)),
-        ("_web._udp.web.example.com", ("0 50 30053 web.example.com",)),
+        ("_web._tcp.web.example.com", ("0 50 30080 web.example.com.",)),
+        ("_web._udp.web.example.com", ("0 50 30053 web.example.com.",)),
     }
 
 
@@ -352,15 +389,16 @@ def test_controller_annotation(controller: str, published: bool) -> None:
 
 def test_service_type_filter_and_ignore_hostname_annotation() -> None:
     svc = service(annotations={**HOST, GA + "ttl": "bogus"}, lb=[{"ip": "1.2.3.4"}])
-    assert service_endpoints(svc, opts=ServiceOptions(service_types=frozenset({"NodePort"}))).endpoints == []
-    assert service_endpoints(svc, opts=ServiceOptions(service_types=frozenset({"LoadBalancer"}))).endpoints
-    ignored = service_endpoints(svc, opts=ServiceOptions(ignore_hostname_annotation=True))
-    assert ignored.endpoints == [] and ignored.problems == []
+    assert service_endpoints(svc, opts=ServiceOptions(service_types=("NodePort",))).endpoints == []
+    assert service_endpoints(svc, opts=ServiceOptions(service_types=("LoadBalancer",))).endpoints
+    ignored = service_endpoints(svc, common=SourceOptions(ignore_hostname_annotation=True))
+    assert ignored.endpoints == []  # (external-dns refuses the flag without --fqdn-template)
 
 
 def test_unknown_service_type_filter_is_a_configuration_error() -> None:
-    with pytest.raises(ValueError):
-        ServiceOptions(service_types=frozenset({"Headless"}))
+    """external-dns v0.22.0 TestNewServiceSourceWithServiceTypeFilters_Unsupported."""
+    with pytest.raises(ValueError, match="--service-type-filter: unsupported service type Headless"):
+        ServiceOptions(service_types=("Headless",))
 
 
 def test_invalid_hostname_is_reported_and_others_kept() -> None:

@@ -15,7 +15,7 @@ from shardsync.objects import ObjectRef
 from shardsync.sources import crd, ingress, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext
-from shardsync.sources.table import SOURCES, event_ref, flag_groups
+from shardsync.sources.table import COMMON, SOURCES, event_ref, flag_groups
 
 from .fake_kube import FakeKube
 from .objects import dnsendpoint
@@ -80,9 +80,9 @@ def test_event_ref_of_a_resource_label(label: str, want: ObjectRef | None) -> No
 
 def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> None:
     twin = dataclasses.replace(SOURCES["ingress"], name="ingress-twin")
-    assert flag_groups({**SOURCES, twin.name: twin}) == (service.FLAGS, ingress.FLAGS)
+    assert flag_groups({**SOURCES, twin.name: twin}) == (COMMON, service.FLAGS, ingress.FLAGS)
     groups = config.flag_groups()
-    assert groups[-2:] == (service.FLAGS, ingress.FLAGS)
+    assert groups[-3:] == (COMMON, service.FLAGS, ingress.FLAGS)
     assert [g.name for g in groups[: -len(flag_groups())]] == ["core", "fake", "rfc2136", "webhook"]
 
 

@@ -149,7 +149,7 @@ async def test_node_port_local_traffic_follows_pod_readiness(apiserver: ApiServe
         local = service("loc", {HOSTNAME: "loc.ex.com"}, type_="NodePort", externalTrafficPolicy="Local")
         created = await blocking(h.core.create_namespaced_service, "default", local)
         node_port = created.spec.ports[0].node_port
-        srv = {("_loc._tcp.loc.ex.com", "SRV"): (f"0 50 {node_port} loc.ex.com",)}
+        srv = {("_loc._tcp.loc.ex.com", "SRV"): (f"0 50 {node_port} loc.ex.com.",)}
         await h.settle({("loc.ex.com", "A"): ("203.0.113.1",), **srv})
 
         touched = await h.change(

@@ -49,6 +49,8 @@ def test_node_events_reach_only_node_readers_and_ignore_heartbeats() -> None:
     assert idx.set_node("n", node("203.0.113.1"), node("203.0.113.1", heartbeat="t1")) == set()
     assert idx.set_node("n", node("203.0.113.1"), node("203.0.113.2")) == {"default/np"}
     assert idx.set_node("n", node("203.0.113.2"), None) == {"default/np"}
+    cordoned = {**node("203.0.113.1"), "spec": {"unschedulable": True}}
+    assert idx.set_node("n", node("203.0.113.1"), cordoned) == {"default/np"}  # --exclude-unschedulable
     idx.unregister("default/np")
     assert idx.set_node("n", None, node("203.0.113.1")) == set()
 
