@@ -17,6 +17,8 @@ from typing import Any
 OWNER_LABEL = "owner"
 RESOURCE_LABEL = "resource"
 OWNED_RECORD_LABEL = "ownedRecord"
+# external-dns's provider-specific property for alias records (Route 53 ALIAS and the like).
+ALIAS_PROPERTY = "alias"
 
 # shardsync's own endpoint labels start with this prefix; they steer the planner and are never written
 # into TXT ownership records (so those stay byte-identical to external-dns's).
@@ -166,6 +168,19 @@ class Endpoint:
     def key(self) -> tuple[str, str, str]:
         """What identifies the RRset: (name, type, set identifier)."""
         return (self.dns_name, self.record_type, self.set_identifier)
+
+    def provider_property(self, name: str) -> str | None:
+        """The value of a provider-specific property, None when it is not set (first one wins)."""
+        for key, value in self.provider_specific:
+            if key == name:
+                return value
+        return None
+
+    @property
+    def alias_type(self) -> str:
+        """external-dns's GetAliasProperty: `alias` if "true", "false", "A" or "AAAA", else ""."""
+        value = self.provider_property(ALIAS_PROPERTY)
+        return value if value in ("true", "false", "A", "AAAA") else ""
 
     def with_labels(self, **labels: str) -> Endpoint:
         return replace(self, labels={**self.labels, **labels})

@@ -67,6 +67,7 @@ class SkipReason(StrEnum):
     FOREIGN_OWNER = "foreign-owner"  # a create where another owner's (or an unowned) record holds the name
     NOT_OWNED = "not-owned"  # an update or delete of a record that is not ours
     CNAME_CONFLICT = "cname-conflict"  # a create that would put a CNAME beside another record
+    TXT_NAME_TOO_LONG = "txt-name-too-long"  # its ownership TXT name would have a label over 63 characters
 
 
 class ConflictReason(StrEnum):
