@@ -24,7 +24,8 @@ ALIAS_PROPERTY = "alias"
 # into TXT ownership records (so those stay byte-identical to external-dns's).
 INTERNAL_LABEL_PREFIX = "shardsync/"
 # Sources put the source object's metadata.creationTimestamp (RFC 3339, e.g. "2024-05-01T10:00:00Z") here;
-# when two objects claim one RRset the planner lets the oldest win (see shardsync/plan.py).
+# when two objects claim one RRset and external-dns's rule leaves a tie, the planner lets the oldest win
+# (see shardsync/plan.py).
 CREATED_LABEL = INTERNAL_LABEL_PREFIX + "created"
 
 SUPPORTED_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR"})
