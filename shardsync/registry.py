@@ -17,6 +17,10 @@ Use per zone and reconcile (`Registry` is what the worker needs; shardsync.noop_
 an update or delete through for a record not owned by our owner id and skips a create on a name that holds
 records of another owner; what it drops comes back in `OwnershipResult.skipped`.
 
+As external-dns v0.22: an A alias record (`alias` "true" or "A") whose TXT record still has the `cname-`
+name it had before v0.22 stays ours through it (its `a-` record is added), and no TXT record is written
+under a name with a label over 63 characters (a create there is skipped: README, "Differences").
+
 TXT record encryption (`--txt-encrypt-enabled`) is not supported: an encrypted ownership record does not
 parse, so its record reads as unowned and is never touched.
 """
@@ -132,12 +136,14 @@ class TxtRegistry:
         suffix: str = "",
         wildcard_replacement: str = "",
         managed_types: Collection[str] = DEFAULT_MANAGED_TYPES,
+        exclude_types: Collection[str] = (),
     ) -> None:
         if not owner_id:
             raise RegistryConfigError("owner id cannot be empty")
         self.owner_id = owner_id
         self.mapper = TxtNameMapper(prefix, suffix, wildcard_replacement)
-        self.managed_types = frozenset(t.upper() for t in managed_types)
+        # external-dns's IsManagedRecord: managed and not excluded (--exclude-record-types wins)
+        self.managed_types = frozenset(t.upper() for t in managed_types) - {t.upper() for t in exclude_types}
 
     # -- reading -------------------------------------------------------------------------------------
 

@@ -178,3 +178,13 @@ def _changes(
         update_new=[n for _, n in update or []],
         delete=list(delete or []),
     )
+
+
+def test_excluded_type_is_not_managed() -> None:
+    # plan/plan.go IsManagedRecord (used by registry/txt/registry.go Records for the upgrade): an excluded
+    # type is not managed even when listed in --managed-record-types.
+    reg = TxtRegistry(ME, managed_types=["A", "CNAME"], exclude_types=["cname"])
+    assert reg.managed_types == frozenset({"A"})
+    ep = rec(f"www.{ZONE}", "CNAME", "lb.example.net")
+    view = reg.read([ep, txt(f"www.{ZONE}")])  # ours through a legacy TXT: no upgrade for an unmanaged type
+    assert view.upgrades == []
