@@ -17,12 +17,15 @@ from typing import Any
 OWNER_LABEL = "owner"
 RESOURCE_LABEL = "resource"
 OWNED_RECORD_LABEL = "ownedRecord"
+# external-dns's provider-specific property for alias records (Route 53 ALIAS and the like).
+ALIAS_PROPERTY = "alias"
 
 # shardsync's own endpoint labels start with this prefix; they steer the planner and are never written
 # into TXT ownership records (so those stay byte-identical to external-dns's).
 INTERNAL_LABEL_PREFIX = "shardsync/"
 # Sources put the source object's metadata.creationTimestamp (RFC 3339, e.g. "2024-05-01T10:00:00Z") here;
-# when two objects claim one RRset the planner lets the oldest win (see shardsync/plan.py).
+# when two objects claim one RRset and external-dns's rule leaves a tie, the planner lets the oldest win
+# (see shardsync/plan.py).
 CREATED_LABEL = INTERNAL_LABEL_PREFIX + "created"
 
 SUPPORTED_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR"})
@@ -109,16 +112,43 @@ def _target_error(record_type: str, target: str) -> str | None:
         except ValueError:
             return f"{target!r} is not an IPv6 address"
     elif record_type in ("CNAME", "NS", "PTR"):
+        if record_type == "PTR" and _is_address(target):
+            return f"{target!r} is an address; a PTR target is a hostname"
         return name_error(normalize_name(target))
     elif record_type == "MX":
         parts = target.split()
-        if len(parts) != 2 or not parts[0].isdigit():
-            return f"MX target {target!r} is not 'preference host'"
+        if len(parts) != 2 or not _is_uint16(parts[0]):
+            return f"MX target {target!r} is not 'preference host' (preference 0..65535)"
     elif record_type == "SRV":
+        # external-dns also wants the host to end with '.'; we accept it without (see README, Differences)
         parts = target.split()
-        if len(parts) != 4 or not all(p.isdigit() for p in parts[:3]):
-            return f"SRV target {target!r} is not 'priority weight port host'"
+        if len(parts) != 4 or not all(_is_uint16(p) for p in parts[:3]):
+            return f"SRV target {target!r} is not 'priority weight port host' (numbers 0..65535)"
     return None
+
+
+_ALIAS_TYPES = ("A", "AAAA", "CNAME")
+
+
+def _is_uint16(text: str) -> bool:
+    return text.isascii() and text.isdigit() and int(text) <= 0xFFFF
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_reverse_name(name: str) -> bool:
+    """external-dns's isReverseDNSName: at least one label before `.in-addr.arpa` or `.ip6.arpa`."""
+    for suffix in (".in-addr.arpa", ".ip6.arpa"):
+        if name.endswith(suffix):
+            head = name.removesuffix(suffix)
+            return bool(head) and not head.startswith(".")
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +197,19 @@ class Endpoint:
         """What identifies the RRset: (name, type, set identifier)."""
         return (self.dns_name, self.record_type, self.set_identifier)
 
+    def provider_property(self, name: str) -> str | None:
+        """The value of a provider-specific property, None when it is not set (first one wins)."""
+        for key, value in self.provider_specific:
+            if key == name:
+                return value
+        return None
+
+    @property
+    def alias_type(self) -> str:
+        """external-dns's GetAliasProperty: `alias` if "true", "false", "A" or "AAAA", else ""."""
+        value = self.provider_property(ALIAS_PROPERTY)
+        return value if value in ("true", "false", "A", "AAAA") else ""
+
     def with_labels(self, **labels: str) -> Endpoint:
         return replace(self, labels={**self.labels, **labels})
 
@@ -184,10 +227,18 @@ class Endpoint:
             raise InvalidEndpoint(f"{self.dns_name}: no targets")
         if self.record_type == "CNAME" and len(self.targets) > 1:
             raise InvalidEndpoint(f"{self.dns_name}: a CNAME has exactly one target, got {len(self.targets)}")
-        for target in self.targets:
-            err = _target_error(self.record_type, target)
-            if err:
-                raise InvalidEndpoint(f"{self.dns_name} {self.record_type}: {err}")
+        # external-dns v0.22 CheckEndpoint: only A, AAAA and CNAME may carry `alias` (whatever its value),
+        # an A/AAAA with alias=true points at a hostname, and a PTR lives under a reverse zone.
+        alias = self.provider_property(ALIAS_PROPERTY)
+        if alias is not None and self.record_type not in _ALIAS_TYPES:
+            raise InvalidEndpoint(f"{self.dns_name} {self.record_type}: only A, AAAA, CNAME can be aliases")
+        if self.record_type == "PTR" and not _is_reverse_name(self.dns_name):
+            raise InvalidEndpoint(f"{self.dns_name} PTR: name is not under in-addr.arpa or ip6.arpa")
+        if not (alias == "true" and self.record_type in ("A", "AAAA")):
+            for target in self.targets:
+                err = _target_error(self.record_type, target)
+                if err:
+                    raise InvalidEndpoint(f"{self.dns_name} {self.record_type}: {err}")
         if not 0 <= self.ttl <= 2**31 - 1:
             raise InvalidEndpoint(f"{self.dns_name}: TTL {self.ttl} outside 0..2^31-1")
 

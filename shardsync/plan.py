@@ -12,12 +12,16 @@ The rules, following external-dns's plan/plan.go and plan/conflict.go unless sai
   properties differ. Only records owned by `owner_id`; a needed update of another owner's record is
   skipped and reported.
 - Delete what is current, ours, and no longer desired. Other owners' records are left alone silently.
-- Two desired endpoints with one key (shardsync's rule, deterministic on every replica): the oldest source
-  object wins. Sources put the object's creationTimestamp in the `shardsync/created` label
-  (`CREATED_LABEL`); an endpoint without a readable one counts as the newest. Ties go to the endpoint
-  whose resource already holds the record (external-dns's stickiness), then to the smallest `resource`
-  label, then to the smallest targets. The losers are reported as a `Conflict` (the caller emits an Event
-  and a metric); a duplicate from the same resource with the same content is merged silently.
+- Two desired endpoints with one key from different source objects, as external-dns v0.22 (it merges in
+  each source, endpoint.MergeEndpoints, then resolves in the plan, PerResource): objects of the same kind
+  (the `resource` label's first part: service, ingress, crd, ...) with the same TTL publish the union of
+  their targets; CNAMEs merge only when their targets are equal (one target per CNAME). What still
+  competes is resolved as PerResource does: the object that already holds the record keeps it
+  (ResolveUpdate), otherwise the smallest targets win (ResolveCreate: fewer targets first, addresses
+  before names, IPv4 before IPv6). Ties, which external-dns leaves to list order, go to the oldest object
+  (the `shardsync/created` label, `CREATED_LABEL`), then the smallest `resource` label, so every replica
+  picks the same. Objects that lost with different content are reported as a `Conflict` (the caller
+  emits an Event and a metric); equal content from several objects is published once, silently.
 - A CNAME never shares a name with other records (RFC 1034 3.6.2). When CNAME and other types are desired
   at one name, the other types win and the CNAMEs are dropped and reported (external-dns's
   PerResource.ResolveRecordTypes prefers A/AAAA); unlike external-dns this holds across set identifiers.
@@ -35,9 +39,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from ipaddress import ip_address
 from operator import attrgetter
 
 from shardsync.domain_filter import DomainFilter
@@ -67,6 +72,7 @@ class SkipReason(StrEnum):
     FOREIGN_OWNER = "foreign-owner"  # a create where another owner's (or an unowned) record holds the name
     NOT_OWNED = "not-owned"  # an update or delete of a record that is not ours
     CNAME_CONFLICT = "cname-conflict"  # a create that would put a CNAME beside another record
+    TXT_NAME_TOO_LONG = "txt-name-too-long"  # its ownership TXT name would have a label over 63 characters
 
 
 class ConflictReason(StrEnum):
@@ -253,39 +259,81 @@ def _created(ep: Endpoint) -> float:
     return stamp.timestamp()
 
 
-_Rank = tuple[
-    float, bool, str, tuple[str, ...], int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]
-]
+_TargetOrder = tuple[int, tuple[tuple[int, int, int, str], ...]]
+_Rank = tuple[bool, _TargetOrder, float, str, int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+
+
+def _target_order(targets: tuple[str, ...]) -> _TargetOrder:
+    """external-dns's Targets.IsLess as a sort key: fewer targets first, then target by target (sorted as
+    text) with addresses before names, IPv4 before IPv6, addresses by value and names as text."""
+    keys: list[tuple[int, int, int, str]] = []
+    for target in sorted(targets):
+        try:
+            addr = ip_address(target)
+        except ValueError:
+            keys.append((1, 0, 0, target))
+        else:
+            keys.append((0, addr.version, int(addr), ""))
+    return (len(targets), tuple(keys))
 
 
 def _rank(ep: Endpoint, holder_resource: str) -> _Rank:
-    """Sort key of a claim: older first, then the holder's, then by resource, content and labels.
+    """Sort key of a claim (smallest wins): the holder's first, then the smallest targets (PerResource),
+    then the oldest object, then by resource, TTL, properties and labels.
 
     The order is total, so the winner never depends on the order the sources listed their endpoints in.
     """
     resource = ep.labels.get(RESOURCE_LABEL, "")
     return (
+        not holder_resource or resource != holder_resource,
+        _target_order(ep.targets),
         _created(ep),
-        resource != holder_resource or not holder_resource,
         resource,
-        ep.targets,
         ep.ttl,
         tuple(sorted(ep.provider_specific)),
         tuple(sorted(ep.labels.items())),
     )
 
 
+def _merge_per_kind(
+    candidates: list[Endpoint], holder_resource: str
+) -> list[tuple[Endpoint, list[Endpoint]]]:
+    """external-dns's MergeEndpoints, which it runs inside each source: (merged endpoint, its members).
+
+    Same kind of object and same TTL merge their targets; a CNAME only merges with an equal CNAME. The
+    merged endpoint carries the labels and properties of its best-ranked member (external-dns keeps its
+    first one; list order is not the same on every replica, rank is).
+    """
+    groups: dict[tuple[str, int, tuple[str, ...]], list[Endpoint]] = {}
+    for ep in candidates:
+        kind = ep.labels.get(RESOURCE_LABEL, "").partition("/")[0]
+        single = ep.targets if ep.record_type == "CNAME" else ()
+        groups.setdefault((kind, ep.ttl, single), []).append(ep)
+    merged: list[tuple[Endpoint, list[Endpoint]]] = []
+    for members in groups.values():
+        first = min(members, key=lambda e: _rank(e, holder_resource))
+        targets = {t for e in members for t in e.targets}
+        if len(targets) != len(first.targets):
+            first = replace(first, targets=tuple(sorted(targets)))
+        merged.append((first, members))
+    return merged
+
+
 def _resolve(candidates: list[Endpoint], holder_resource: str) -> tuple[Endpoint, Conflict | None]:
-    """The oldest candidate, and the conflict to report when a different object lost."""
-    ranked = sorted(candidates, key=lambda e: _rank(e, holder_resource))
-    winner = ranked[0]
-    same = (winner.labels.get(RESOURCE_LABEL, ""), winner.targets, winner.ttl, winner.provider_specific)
-    losers = tuple(
-        e
-        for e in ranked[1:]
-        if (e.labels.get(RESOURCE_LABEL, ""), e.targets, e.ttl, e.provider_specific) != same
+    """The endpoint to publish for one key, and the conflict to report when objects lost to it."""
+    merged = _merge_per_kind(candidates, holder_resource)
+    winner, _ = min(merged, key=lambda m: _rank(m[0], holder_resource))
+    same = (winner.targets, winner.ttl, winner.provider_specific)
+    losers = sorted(
+        (
+            member
+            for ep, members in merged
+            if ep is not winner and (ep.targets, ep.ttl, ep.provider_specific) != same
+            for member in members
+        ),
+        key=lambda e: _rank(e, ""),
     )
-    return winner, Conflict(winner, losers, ConflictReason.SAME_RECORD) if losers else None
+    return winner, Conflict(winner, tuple(losers), ConflictReason.SAME_RECORD) if losers else None
 
 
 def _drop_conflicting_cnames(

@@ -17,6 +17,10 @@ Use per zone and reconcile (`Registry` is what the worker needs; shardsync.noop_
 an update or delete through for a record not owned by our owner id and skips a create on a name that holds
 records of another owner; what it drops comes back in `OwnershipResult.skipped`.
 
+As external-dns v0.22: an A alias record (`alias` "true" or "A") whose TXT record still has the `cname-`
+name it had before v0.22 stays ours through it (its `a-` record is added), and no TXT record is written
+under a name with a label over 63 characters (a create there is skipped: README, "Differences").
+
 TXT record encryption (`--txt-encrypt-enabled`) is not supported: an encrypted ownership record does not
 parse, so its record reads as unowned and is never touched.
 """
@@ -37,18 +41,15 @@ from shardsync.endpoint import (
 )
 from shardsync.plan import DEFAULT_OWNER_ID, Skipped, SkipReason
 
+# Re-exported: callers built registries and mappers from here before the mapper had its own module.
+from shardsync.txt_names import RegistryConfigError as RegistryConfigError
+from shardsync.txt_names import TxtNameMapper as TxtNameMapper
+from shardsync.txt_names import txt_name_fits
+
 HERITAGE = "external-dns"
-RECORD_TYPE_TEMPLATE = "%{record_type}"
-# The record types external-dns's name mapper recognises in a TXT name, in its order: the order decides
-# which type wins when a templated affix is ambiguous, so it must not be sorted.
-TXT_NAME_RECORD_TYPES = ("A", "AAAA", "CNAME", "NS", "MX", "PTR", "SRV", "NAPTR", "TXT")
 
 Key = tuple[str, str, str]
 TxtKey = tuple[str, str]  # (TXT record name, set identifier)
-
-
-class RegistryConfigError(ValueError):
-    """The registry's flags contradict each other (prefix and suffix both set, empty owner id)."""
 
 
 def serialize_labels(labels: Mapping[str, str]) -> str:
@@ -77,101 +78,6 @@ def parse_labels(text: str) -> dict[str, str] | None:
         elif key.startswith(HERITAGE):
             labels[key.removeprefix(HERITAGE + "/")] = value
     return labels if heritage_found else None
-
-
-@dataclass(frozen=True, slots=True)
-class TxtNameMapper:
-    """external-dns's affix name mapper: endpoint name + type <-> ownership TXT name.
-
-    `<prefix><type>-<first label><suffix>.<rest>`; with `%{record_type}` in the prefix or suffix the type
-    goes there instead of before the first label. A leading `*` label becomes `wildcard_replacement` when
-    one is set (a `*` inside a name is not valid in most providers).
-    """
-
-    prefix: str = ""
-    suffix: str = ""
-    wildcard_replacement: str = ""
-
-    def __post_init__(self) -> None:
-        if self.prefix and self.suffix:
-            raise RegistryConfigError("--txt-prefix and --txt-suffix are mutually exclusive")
-        object.__setattr__(self, "prefix", self.prefix.lower())
-        object.__setattr__(self, "suffix", self.suffix.lower())
-        object.__setattr__(self, "wildcard_replacement", self.wildcard_replacement.lower())
-
-    @property
-    def templated(self) -> bool:
-        return RECORD_TYPE_TEMPLATE in self.prefix or RECORD_TYPE_TEMPLATE in self.suffix
-
-    def _split(self, dns_name: str) -> tuple[str, str]:
-        host, _, rest = dns_name.lower().partition(".")
-        if host == "*" and self.wildcard_replacement:
-            host = self.wildcard_replacement
-        return host, rest
-
-    def txt_name(self, dns_name: str, record_type: str) -> str:
-        """The typed ownership TXT name of an RRset (what external-dns v0.18+ writes)."""
-        rtype = record_type.lower()
-        host, rest = self._split(dns_name)
-        prefix = self.prefix.replace(RECORD_TYPE_TEMPLATE, rtype)
-        suffix = self.suffix.replace(RECORD_TYPE_TEMPLATE, rtype)
-        if not self.templated:
-            host = f"{rtype}-{host}"
-        name = prefix + host + suffix
-        return f"{name}.{rest}" if rest else name
-
-    def legacy_txt_name(self, dns_name: str) -> str:
-        """The untyped ownership TXT name external-dns wrote before v0.12 (read, upgraded, never written)."""
-        host, rest = self._split(dns_name)
-        prefix = self.prefix.replace(RECORD_TYPE_TEMPLATE, "")
-        suffix = self.suffix.replace(RECORD_TYPE_TEMPLATE, "")
-        name = prefix + host + suffix
-        return f"{name}.{rest}" if rest else name
-
-    def endpoint_name(self, txt_name: str) -> tuple[str, str]:
-        """(endpoint name, record type) an ownership TXT name stands for; type "" for a legacy name.
-
-        The endpoint name keeps the wildcard replacement (it is matched against replaced names) and is ""
-        when the TXT name does not carry our affix.
-        """
-        name = txt_name.lower()
-        if not self.suffix:
-            return self._drop_affix(name)
-        dots = self.suffix.count(".")
-        parts = name.split(".", 1 + dots)
-        if len(parts) <= dots:
-            return "", ""
-        base, rtype = self._drop_affix(".".join(parts[: 1 + dots]))
-        if len(parts) <= 1 + dots:
-            return base, rtype
-        return f"{base}.{parts[1 + dots]}", rtype
-
-    def _drop_affix(self, name: str) -> tuple[str, str]:
-        prefix, suffix = self.prefix, self.suffix
-        if self.templated:
-            for rtype in TXT_NAME_RECORD_TYPES:
-                lower = rtype.lower()
-                typed_prefix = prefix.replace(RECORD_TYPE_TEMPLATE, lower)
-                typed_suffix = suffix.replace(RECORD_TYPE_TEMPLATE, lower)
-                if not suffix and name.startswith(typed_prefix):
-                    return name[len(typed_prefix) :], rtype
-                if suffix and name.endswith(typed_suffix):
-                    return name[: len(name) - len(typed_suffix)], rtype
-            prefix = prefix.replace(RECORD_TYPE_TEMPLATE, "")
-            suffix = suffix.replace(RECORD_TYPE_TEMPLATE, "")
-        if not self.suffix and name.startswith(prefix):
-            return _type_from_default_position(name[len(prefix) :])
-        if self.suffix and name.endswith(suffix):
-            return _type_from_default_position(name[: len(name) - len(suffix)])
-        return "", ""
-
-
-def _type_from_default_position(name: str) -> tuple[str, str]:
-    first = name.split("-", 1)[0]
-    for rtype in TXT_NAME_RECORD_TYPES:
-        if first == rtype.lower():
-            return name.removeprefix(first + "-"), rtype
-    return name, ""
 
 
 @dataclass(slots=True)
@@ -230,12 +136,14 @@ class TxtRegistry:
         suffix: str = "",
         wildcard_replacement: str = "",
         managed_types: Collection[str] = DEFAULT_MANAGED_TYPES,
+        exclude_types: Collection[str] = (),
     ) -> None:
         if not owner_id:
             raise RegistryConfigError("owner id cannot be empty")
         self.owner_id = owner_id
         self.mapper = TxtNameMapper(prefix, suffix, wildcard_replacement)
-        self.managed_types = frozenset(t.upper() for t in managed_types)
+        # external-dns's IsManagedRecord: managed and not excluded (--exclude-record-types wins)
+        self.managed_types = frozenset(t.upper() for t in managed_types) - {t.upper() for t in exclude_types}
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -278,7 +186,11 @@ class TxtRegistry:
                 name = replacement
             labels = label_map.get((name, rtype, set_id)) if label_map else None
             typed = labels is not None
-            if not typed and label_map and rtype != "AAAA":
+            if not typed and label_map and rtype == "A" and ep.alias_type in ("true", "A"):
+                # external-dns wrote A alias records' TXT under `cname-` before v0.22 (its issue #2903);
+                # v0.22 falls back to it so ownership survives, and the typed `a-` record is then added.
+                labels = label_map.get((name, "CNAME", set_id))
+            if labels is None and label_map and rtype != "AAAA":
                 labels = label_map.get((name, "", set_id))
             if labels:
                 ep = Endpoint(
@@ -303,12 +215,16 @@ class TxtRegistry:
                     legacy_users.setdefault(legacy, []).append(key)
             # external-dns upgrades records of ours that lack the typed TXT record (it forces an update
             # whose new TXT record is the typed one); here the typed record is simply created.
+            # A typed name with a label over 63 characters cannot be written, so external-dns forces no
+            # update for it (its generateTXTRecord returns nothing); neither do we.
+            typed_name = self.mapper.txt_name(ep.dns_name, rtype)
             if (
                 managed
                 and owner == self.owner_id
                 and txts
                 and not typed
-                and (self.mapper.txt_name(ep.dns_name, rtype), set_id) not in txts
+                and (typed_name, set_id) not in txts
+                and txt_name_fits(typed_name)
             ):
                 upgrades.append(ep)
         return ZoneView(current, txts, foreign_rows, owner_by_key, upgrades, legacy_users)
@@ -371,6 +287,8 @@ class TxtRegistry:
             deleted.add(ep.key)
             txt = self.ownership_record(ep)
             stored = txts.get((txt.dns_name, txt.set_identifier))
+            if not txt_name_fits(txt.dns_name):
+                continue  # no typed TXT record can exist under a name with a too-long label
             if view is None:
                 out.delete.append(txt)
             elif stored is not None and self._txt_owned(stored):
@@ -388,6 +306,8 @@ class TxtRegistry:
             handled.add(new.key)
             old_txt = self.ownership_record(old)
             new_txt = self.ownership_record(new)
+            if not txt_name_fits(new_txt.dns_name):
+                continue  # same key, same TXT name: external-dns writes no TXT change for it either
             if view is None:
                 out.update_old.append(old_txt)
                 out.update_new.append(new_txt)
@@ -405,6 +325,11 @@ class TxtRegistry:
                 skipped.append(Skipped(ep, SkipReason.FOREIGN_OWNER, row_owner))
                 continue
             txt = self.ownership_record(ep)
+            if not txt_name_fits(txt.dns_name):
+                # external-dns creates the record without a TXT record, leaving one it can never claim,
+                # update or delete again; we do not create what we could not own (README: Differences).
+                skipped.append(Skipped(ep, SkipReason.TXT_NAME_TOO_LONG))
+                continue
             stored = txts.get((txt.dns_name, txt.set_identifier))
             if stored is not None and not self._txt_owned(stored):
                 # Another owner's claim on exactly this RRset, even with the record itself gone.
