@@ -73,7 +73,10 @@ RECONCILES = Counter("shardsync_reconciles_total", "Zone reconciles, by result",
 CHANGES = Counter("shardsync_changes_applied_total", "Record changes applied, by type", ["type"])
 PROVIDER_ERRORS = Counter("shardsync_provider_errors_total", "Provider call failures, by kind", ["kind"])
 REJECTED = Counter("shardsync_records_rejected_total", "Records the provider refused (others applied)")
-CONFLICTS = Counter("shardsync_conflicts_total", "Names claimed by two source objects (the oldest won)")
+CONFLICTS = Counter(
+    "shardsync_conflicts_total",
+    "Records claimed by several source objects where one object's endpoint won (as external-dns resolves it)",
+)
 SKIPPED = Counter("shardsync_changes_skipped_total", "Changes not made because of ownership", ["reason"])
 FENCED = Counter("shardsync_fenced_writes_total", "Writes the provider refused because of the zone fence")
 OWNED = Gauge("shardsync_owned_zones", "Zones this replica reconciles")
@@ -330,8 +333,8 @@ class Worker:
             winner = conflict.winner.labels.get(RESOURCE_LABEL, "?")
             for loser in conflict.loser_resources:
                 message = (
-                    f"{conflict.winner.dns_name} {conflict.winner.record_type} is claimed by {winner} "
-                    f"(older); this object's endpoint is not published ({conflict.reason})"
+                    f"{conflict.winner.dns_name} {conflict.winner.record_type} is published from {winner}; "
+                    f"this object's endpoint is not ({conflict.reason})"
                 )
                 log.warning(
                     "name conflict", zone=zone, name=conflict.winner.dns_name, winner=winner, loser=loser
