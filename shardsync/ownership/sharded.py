@@ -277,11 +277,13 @@ class ShardedOwnership:
             else:
                 await self._restart(host)
         finally:
-            # Given back whatever happened above, so a successor need not wait for the lease to lapse.
-            await self.coordinator.release()
-            self.state.stop()
-            if self._scope is not None:
-                self._scope.cancel()
+            try:
+                # Given back whatever happened above, so a successor need not wait for the lease to lapse.
+                await self.coordinator.release()
+            finally:
+                self.state.stop()
+                if self._scope is not None:
+                    self._scope.cancel()
 
     async def _drain(self, host: Host) -> None:
         state = self.state
