@@ -33,7 +33,7 @@ from shardsync.kube import BlockingKube
 from shardsync.local import control, infra, seed
 from shardsync.local.children import Child, stop_all
 from shardsync.local.infra import Infrastructure, LocalOptions, SetupFailed, free_port
-from shardsync.local.table import ReplicaSnapshot, progress, render
+from shardsync.local.table import Milestones, ReplicaSnapshot, progress, records_by_zone, render
 from shardsync.logs import get_logger
 
 log = get_logger(__name__)
@@ -74,6 +74,8 @@ class Launcher:
         self.written = 0
         self._audit_seq = 0
         self._started = time.monotonic()
+        self.milestones = Milestones(self._started)
+        self.provider_records: dict[str, int] | None = None  # zone → records at the provider, last read
         self._last_print = 0.0
         self._stop: anyio.Event | None = None  # made inside the event loop
         self._exit_code = 0
@@ -199,6 +201,7 @@ class Launcher:
         except Exception as exc:  # the API server is the launcher's child: report, keep running
             return {"ok": False, "error": f"updating the StatefulSet failed: {type(exc).__name__}: {exc}"}
         self.event(f"scale {self.desired} -> {replicas}")
+        self.milestones.scaled(time.monotonic(), progress(self.snapshots(), 0, 0).generation)
         self.desired = replicas
         self.reconcile()
         self._write_run_file()
@@ -223,6 +226,18 @@ class Launcher:
                 else:
                     slot.shards = None
             tg.start_soon(self._poll_audit, client)
+            tg.start_soon(self._poll_records, client)
+
+    async def _poll_records(self, client: httpx.AsyncClient) -> None:
+        """What the zones hold now (the webhook's GET /records), for RECORDS."""
+        assert self.infra is not None
+        try:
+            resp = await client.get(self.infra.provider_url + "/records")
+            names = [str(r.get("dnsName") or "") for r in orjson.loads(resp.content)]
+        except (httpx.HTTPError, orjson.JSONDecodeError, AttributeError, TypeError):
+            self.provider_records = None  # the owners' own counts are shown meanwhile
+            return
+        self.provider_records = records_by_zone(names, self.infra.zones)
 
     async def _poll_audit(self, client: httpx.AsyncClient) -> None:
         assert self.infra is not None
@@ -274,6 +289,7 @@ class Launcher:
             run_dir=str(self.run_dir),
             footer=footer,
             events=list(self.events) if self.o.live else (),
+            provider_records=self.provider_records,
         )
 
     def draw(self) -> None:
@@ -298,6 +314,7 @@ class Launcher:
     async def run(self) -> int:
         """Until `duration`, a signal, `q`, or the API server or provider dying."""
         self._started = time.monotonic()
+        self.milestones = Milestones(self._started)
         self._stop = stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._signals)
@@ -320,6 +337,9 @@ class Launcher:
                 self.check_infrastructure()
                 self.reconcile()
                 await self.poll(client)
+                zones = len(self.infra.zones) if self.infra is not None else 0
+                for line in self.milestones.update(self.snapshots(), zones, time.monotonic()):
+                    self.event(line)
                 self.draw()
                 await anyio.sleep(self.o.refresh)
 

@@ -128,7 +128,13 @@ class ActivePassiveOwnership:
             else:
                 state = ZoneState.ACTIVE
             rows.append(shards_view.zone_row(zone, leader or None, state, status))
-        return shards_view.snapshot(generation, leader, self.identity, members, rows)
+        return shards_view.snapshot(
+            generation,
+            shards_view.coordinator(leader, self.identity, self.is_coordinator()),
+            self.identity,
+            members,
+            rows,
+        )
 
     async def stop(self, host: Host) -> None:
         self._stopping = True

@@ -20,7 +20,8 @@ generation gives it again.
 `stop(host)` is rule 6: leaving for good (scale-down, not in a StatefulSet) drains — mark draining, wait
 (bounded) until the coordinator moved our zones and we released them, delete the member lease; a restart
 stops writing, releases its zones, marks the lease restarting and keeps it, so the zones stay parked.
-Either way the coordinator lease is given back.
+Either way (even when draining fails) the coordinator lease is given back, and from then on /shards names
+no coordinator rather than this replica: a lease last observed as ours is claimed only while we lead.
 """
 
 from __future__ import annotations
@@ -259,7 +260,11 @@ class ShardedOwnership:
             state = zone_state(owner, owner_status, generation, acquired)
             rows.append(shards_view.zone_row(zone, owner, state, host.worker.status(zone)))
         return shards_view.snapshot(
-            generation, self.coordinator.candidate.leader, self.identity, members, rows
+            generation,
+            shards_view.coordinator(self.coordinator.candidate.leader, self.identity, self.is_coordinator()),
+            self.identity,
+            members,
+            rows,
         )
 
     # -- stopping (rule 6) -----------------------------------------------------------------------------
@@ -273,11 +278,14 @@ class ShardedOwnership:
                 await self._drain(host)
             else:
                 await self._restart(host)
-            await self.coordinator.release()
         finally:
-            self.state.stop()
-            if self._scope is not None:
-                self._scope.cancel()
+            try:
+                # Given back whatever happened above, so a successor need not wait for the lease to lapse.
+                await self.coordinator.release()
+            finally:
+                self.state.stop()
+                if self._scope is not None:
+                    self._scope.cancel()
 
     async def _drain(self, host: Host) -> None:
         state = self.state

@@ -71,6 +71,12 @@ def snapshot(
     }
 
 
+def coordinator(observed: str, identity: str, leading: bool) -> str:
+    """The coordinator to name: the lease holder last observed, except this replica once it no longer
+    leads (lease released on a graceful stop, or lapsed on our clock) though its last observation says so."""
+    return "" if observed == identity and not leading else observed
+
+
 def zone_counts(owners: Mapping[str, str | None]) -> dict[str, int]:
     """Zones per owner, from zone → owner."""
     counts: dict[str, int] = {}

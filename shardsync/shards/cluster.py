@@ -165,7 +165,8 @@ def build_view(
         for zone in sorted(set(zones)):
             owner = assignment.owner_of(zone) if assignment is not None else None
             status = statuses.get(owner) if owner is not None else None
-            zone_rows.append(ZoneRow(zone, owner, str(zone_state(owner, status, generation))))
+            state = str(zone_state(owner, status, generation))
+            zone_rows.append(ZoneRow(zone, owner, state, sync_known=False))  # only the owner knows
     else:
         notes.append("zone list unknown: give --zones-from-url, --fake-provider-url or --zones-file")
 

@@ -1,14 +1,18 @@
 """`shardsync shards`: print the assignment and sync state of a deployment, explain a zone, or ask what a
 scale would move.
 
-Two sources. `--url http://HOST:PORT` reads a replica's /shards (its own view, with sync state per zone).
+Two sources. `--url http://HOST:PORT` (or `…/shards`) reads a replica's /shards, and the sync state of
+zones other replicas own from their own /shards where they can be reached (`shards.gather`; "unknown"
+where not).
 Without `--url` the cluster is read directly (`--kubeconfig`, `--namespace`, `--instance`): the assignment
 ConfigMap and the member Leases give the same view, minus what only a replica knows (sync times, records);
-zones come from `--zones-from-url`, `--fake-provider-url` or `--zones-file` when given.
+zones come from `--zones-from-url` (a replica's base URL or its /shards, or any list), `--fake-provider-url`
+or `--zones-file` when given.
 
 `--explain` and `--what-if-replicas` need the assignment itself. From the cluster it is exact. From a
 replica's URL it is rebuilt from the members /shards lists (default ring, no pins), checked against the
-owners the replica reports, and a note says when they disagree.
+owners the replica reports, and a note says when they disagree. `--explain` of a name that is not a managed
+zone (when the zone list is known) says so, and names the managed zone the name lies in, if any.
 
 Exit status: 0 done, 1 the source could not be read or the input is invalid (a message, never a traceback);
 2 for a malformed command line, as argparse does everywhere.
@@ -32,6 +36,7 @@ from shardsync.sharding.states import MemberState
 from shardsync.shards import table
 from shardsync.shards.analysis import WhatIfError, explain_zone, what_if_replicas
 from shardsync.shards.cluster import ClusterReadError, build_view, read_objects
+from shardsync.shards.gather import gather, member_urls
 from shardsync.shards.view import InvalidView, ShardsView, parse_view
 
 
@@ -41,7 +46,14 @@ class ShardsError(Exception):
 
 def configure(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("source (a replica's URL, else the cluster)")
-    source.add_argument("--url", help="a replica's status address, e.g. http://127.0.0.1:7979")
+    source.add_argument("--url", help="a replica's status address, e.g. http://127.0.0.1:7979 (or …/shards)")
+    source.add_argument(
+        "--member-url",
+        metavar="TEMPLATE",
+        help="with --url: another replica's status address, {identity} replaced (e.g. "
+        "http://{identity}.shardsync:7979), to read the sync state of its zones; default: the running "
+        "`shardsync local`'s replicas",
+    )
     source.add_argument(
         "--kubeconfig", default="", help="kubeconfig (default: in-cluster, else ~/.kube/config)"
     )
@@ -50,7 +62,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     zones = parser.add_argument_group("zone list for the cluster source")
     zones.add_argument(
         "--zones-from-url",
-        help='URL answering {"zones": [...]} (names, or /shards rows) or one zone per line',
+        help='URL answering {"zones": [...]} (names, or /shards rows) or one zone per line; a replica\'s '
+        "base URL reads its /shards",
     )
     zones.add_argument("--fake-provider-url", help="a `shardsync fake-provider` to list zones from")
     zones.add_argument("--zones-file", help="file with one zone per line ('-': standard input)")
@@ -91,6 +104,9 @@ def run(args: argparse.Namespace) -> str:
     if args.url:
         view = parse(fetch_json(shards_url(args.url), args.timeout), args.url)
         assignment, notes = assignment_from_view(view)
+        if args.explain is None and args.what_if_replicas is None:
+            urls = member_urls(view, args.url, args.member_url)
+            view = gather(view, urls, lambda url: parse(fetch_json(shards_url(url), args.timeout), url))
     else:
         view, assignment, notes = from_cluster(args)
     zones = [z.zone for z in view.zones] if view.zones_known and view.zones else None
@@ -110,6 +126,9 @@ def answer(
             raise ShardsError("no assignment published yet: nothing to explain")
         if args.explain is not None:
             doc = explain_zone(assignment, args.explain)
+            managed, note = managed_zone(args.explain, zones, assignment)
+            doc["managed"] = managed
+            notes = [*notes, note] if note else notes
             if notes:
                 doc["notes"] = notes
             return _dumps(doc) if as_json else _with_notes(table.render_explanation(doc), notes)
@@ -125,6 +144,32 @@ def answer(
         survivors = assignment.identities & set(w.members_after)
         return _with_notes(table.render_what_if(w, survivors), notes)
     return _dumps(view.to_json()) if as_json else table.render_view(view, args.all_zones)
+
+
+def managed_zone(name: str, zones: list[str] | None, assignment: Assignment) -> tuple[bool | None, str]:
+    """Whether `name` is a managed zone (None: no zone list to tell), and a note unless it is one."""
+    name = normalize_name(name)
+    if zones is None:
+        return None, (
+            f"the zone list is unknown, so whether {name} is a managed zone is not checked "
+            "(give --zones-from-url, --fake-provider-url or --zones-file)"
+        )
+    if name in zones:
+        return True, ""
+    known = set(zones)
+    labels = name.split(".")
+    parent = next(
+        (".".join(labels[i:]) for i in range(1, len(labels)) if ".".join(labels[i:]) in known), None
+    )
+    if parent is not None:
+        return False, (
+            f"{name} is not a managed zone but a name in zone {parent}, which {assignment.owner_of(parent)} "
+            "owns; the owner above is where the ring would put a zone of that name"
+        )
+    return False, (
+        f"{name} is not a managed zone (not among the {len(zones)} zones); the owner above is where the "
+        "ring would put a zone of that name"
+    )
 
 
 def _dumps(doc: Any) -> str:
@@ -146,7 +191,9 @@ def shards_url(url: str) -> str:
         raise ShardsError(f"{url!r} is not a URL: {exc}") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ShardsError(f"{url!r} is not an http(s) URL (e.g. http://127.0.0.1:7979)")
-    return str(parsed.copy_with(path="/shards")) if parsed.path in ("", "/") else url
+    if parsed.path in ("", "/", "/shards/"):
+        return str(parsed.copy_with(path="/shards"))
+    return url
 
 
 def fetch_json(url: str, timeout: float) -> Any:
@@ -223,6 +270,8 @@ def zone_list(args: argparse.Namespace) -> list[str] | None:
     if args.zones_file:
         return _zones_from_text(_read_file(args.zones_file), args.zones_file)
     url = args.zones_from_url
+    if url:
+        url = shards_url(url)  # a replica's base URL means its /shards
     if args.fake_provider_url:
         url = args.fake_provider_url.rstrip("/") + "/v1/zones"
     if not url:

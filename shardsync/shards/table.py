@@ -55,6 +55,8 @@ def members_table(view: ShardsView) -> str:
 
 
 def _zone_row(z: ZoneRow) -> list[str]:
+    if not z.sync_known:  # "-" would read as never synced
+        return [z.zone, _dash(z.owner), z.state, "unknown", "unknown", "unknown", z.last_error]
     seconds = f"{z.last_sync_seconds:.3f}" if z.last_sync_seconds is not None else None
     return [
         z.zone,

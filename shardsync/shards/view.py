@@ -42,6 +42,7 @@ class ZoneRow:
     last_sync_seconds: float | None = None
     records: int | None = None
     last_error: str = ""
+    sync_known: bool = True  # False: the sync figures are unknown here (only the owner knows), not "never"
 
 
 @dataclass(frozen=True, slots=True)

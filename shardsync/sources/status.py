@@ -5,8 +5,9 @@ The kind's translator tells a `StatusWriter` which generation of each object it 
 writes status.observedGeneration = that generation for every object whose status lags behind it (through
 the status subresource, by the kind's `write` function). A newer generation not translated yet is left for
 its own translation. Only the replica for which `may_write()` is true writes, so N replicas do not write N
-times; a replica that becomes the writer is asked to `sweep()` (or waits for the periodic sweep every
-`status_resync` seconds) to catch up. A failed write stays due and is retried with backoff.
+times; a replica that becomes the writer is asked to `sweep()` by the watcher as it takes office (the
+periodic sweep every `status_resync` seconds is the fallback). A failed write stays due and is retried with
+backoff.
 """
 
 from __future__ import annotations

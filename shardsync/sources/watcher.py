@@ -20,9 +20,13 @@ translated.
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
 first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
 (those Events, and what a kind writes itself: the crd kind's DNSEndpoint statuses, sources.status) is left
-to the replica for which `write_status()` is true, so N replicas do not post N copies; a problem first seen
-while this replica was not the writer is not posted later. A new writer calls `request_status_sweep()` (or
-waits for the periodic sweep) to catch up on statuses.
+to the replica for which `write_status()` is true, so N replicas do not post N copies. The watcher follows
+`write_status()` itself (looking every `writer_poll` seconds, from the start): when this replica takes office
+(elected coordinator at start-up, or after a failover) it posts the Events of the problems it found while
+not the writer and still present (an object invalid since before any coordinator existed), and asks each
+kind to catch up on its own writes (`Translator.catch_up`: the crd kind sweeps for lagging statuses at
+once, not at its next periodic sweep). A previous writer may have posted some of those Events already: a
+repeat from the new writer is preferred to an Event never posted.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class WatchOptions:
     watch_timeout: int = 60  # seconds one watch request lasts before it is renewed
     status_resync: float = 30.0  # how often DNSEndpoints with a lagging status are looked for
     max_backoff: float = 30.0  # longest wait between probes for a CRD and between status write retries
+    writer_poll: float = 0.25  # how often write_status() is looked at, to catch up when it turns true
 
 
 @dataclass(slots=True)
@@ -137,6 +142,8 @@ class SourceWatcher:
         self._readers: dict[Resource, list[_Source]] = {}  # resource → the kinds that read it
         self._wake = Notifier()
         self._problems: dict[str, frozenset[Problem]] = {}  # desired key → problems last reported
+        self._unposted: dict[str, None] = {}  # desired keys whose problems were found while not the writer
+        self._writer = False  # write_status() as last seen by _follow_writer
         self._started = time.monotonic()
         # external-dns installs its PTR wrapper only when PTR is a managed record type (sources.ptr).
         ptr = options.record_types.match("PTR")
@@ -196,6 +203,7 @@ class SourceWatcher:
         """Watch and translate until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
+            tg.start_soon(self._follow_writer)
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
                 if waiting:
@@ -309,18 +317,43 @@ class SourceWatcher:
         before = self._problems.pop(desired_key, frozenset())
         if fresh:
             self._problems[desired_key] = fresh
+        else:
+            self._unposted.pop(desired_key, None)
         new = [p for p in dict.fromkeys(problems) if p not in before]
         if not new:
             return
         post = self._events is not None and self._write_status()
+        if not post:
+            self._unposted[desired_key] = None  # posted when this replica takes office
         for p in new:
             INVALID_ENDPOINTS.labels(source).inc()
             log.warning("invalid source object", object=p.ref.resource, field=p.field, problem=p.message)
-            if post and self._events is not None:
-                self._events.record(p.ref, INVALID_REASON, f"{p.field}: {p.message}")
+            if post:
+                self._post(p)
+
+    def _post(self, problem: Problem) -> None:
+        if self._events is not None:
+            self._events.record(problem.ref, INVALID_REASON, f"{problem.field}: {problem.message}")
+
+    async def _follow_writer(self) -> None:
+        """Catch up (`request_status_sweep`) whenever write_status() turns true."""
+        while True:
+            writer = self._write_status()
+            if writer and not self._writer:
+                self.request_status_sweep()
+            self._writer = writer
+            await anyio.sleep(self.options.writer_poll)
 
     def request_status_sweep(self) -> None:
-        """Catch up on the writes to source objects (DNSEndpoint statuses) now, say once this replica has
-        become the writer."""
+        """This replica has become the writer: post the Events of the problems found while it was not and
+        still present, and have every kind catch up on its writes (DNSEndpoint statuses) now."""
+        unposted, self._unposted = self._unposted, {}
+        posted = 0
+        for key in unposted:
+            for problem in self._problems.get(key, ()):
+                self._post(problem)
+                posted += 1
+        if posted:
+            log.info("posting the events of problems found before taking office", events=posted)
         for source in self._sources.values():
             source.translator.catch_up()

@@ -211,6 +211,9 @@ async def test_kinds_reading_one_resource_share_its_informer_and_each_hears_its_
             "gadget/default/x",
             "widget/default/x",
         ]
+        # The writer from the start: every kind was asked to catch up as the watcher saw it take office.
+        await eventually(lambda: LOG.caught_up == ["widget", "gadget"])
+        LOG.caught_up.clear()
         run.watcher.request_status_sweep()
         assert LOG.caught_up == ["widget", "gadget"]
 

@@ -1,0 +1,102 @@
+"""Real replica processes and an invalid DNSEndpoint that exists before they start: both replicas have
+synced their sources before a coordinator exists, and yet the coordinator posts its Warning Event and writes
+its status.observedGeneration promptly, without waiting for the 30 s periodic status sweep; after the
+coordinator is frozen and killed, the other replica does the same for a change it saw as a non-writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.cluster import Cluster, ClusterSpec, zone_names
+from shardsync.local import seed
+from shardsync.objects import EVENTS
+from shardsync.sources.crd import DNS_ENDPOINTS
+from shardsync.sources.watcher import INVALID_REASON
+from tests.multiprocess.harness import START_WITHIN, replica_flags
+
+pytestmark = pytest.mark.multiprocess
+
+NAME = "invalid-before-start"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    spec = ClusterSpec(
+        latency=0.005,
+        provider_concurrency=None,
+        replica_flags=replica_flags(interval=10.0),
+        termination_grace=12.0,
+        start_timeout=START_WITHIN,
+    )
+    cluster = Cluster(tmp_path / "cluster", spec)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def endpoint(*targets: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "externaldns.k8s.io/v1alpha1",
+        "kind": "DNSEndpoint",
+        "metadata": {"name": NAME, "namespace": seed.NAMESPACE},
+        "spec": {
+            "endpoints": [{"dnsName": f"bad.{zone_names(1)[0]}", "recordType": "A", "targets": list(targets)}]
+        },
+    }
+
+
+def seconds_until(check: Callable[[], bool], within: float) -> float:
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > within:
+            raise AssertionError(f"not within {within}s")
+        time.sleep(0.1)
+    return time.monotonic() - start
+
+
+def test_problems_and_statuses_of_objects_older_than_the_coordinator(cluster: Cluster) -> None:
+    kube = cluster.kube
+    names = zone_names(2)
+    cluster.seed_objects(names, 1)
+    cluster.open_zones(2)
+    kube.create(DNS_ENDPOINTS, endpoint("not-an-address"), namespace=seed.NAMESPACE)
+
+    def warnings() -> list[str]:
+        body = kube.list(EVENTS, namespace=seed.NAMESPACE, field_selector=f"involvedObject.name={NAME}")
+        return [str(e.get("message")) for e in body.get("items") or [] if e.get("reason") == INVALID_REASON]
+
+    def observed() -> Any:
+        obj = kube.get(DNS_ENDPOINTS, NAME, namespace=seed.NAMESPACE) or {}
+        return (obj.get("status") or {}).get("observedGeneration")
+
+    started = time.monotonic()
+    cluster.scale(2)
+    cluster.wait_ready()  # ready: member lease held and an assignment seen, so a coordinator was elected
+    ready = time.monotonic()
+    seconds_until(lambda: any("not-an-address" in m for m in warnings()), 10.0)
+    seconds_until(lambda: observed() == 1, 5.0)
+    took, to_ready = time.monotonic() - started, ready - started
+    print(f"event and status {took:.1f}s after the start ({to_ready:.1f}s to ready)")
+
+    # Failover: the coordinator freezes (SIGSTOP) and is then killed, so it never sees the change made
+    # meanwhile; the other replica saw it as a non-writer and must post and write it once in office.
+    shards = cluster.shards(cluster.live()[0]) or {}
+    coordinator = next(r for r in cluster.live() if r.identity == shards.get("coordinator"))
+    os.kill(coordinator.child.pid, signal.SIGSTOP)
+    patch = {"spec": endpoint("still-not-an-address")["spec"]}
+    kube.patch(DNS_ENDPOINTS, NAME, patch, namespace=seed.NAMESPACE)
+    time.sleep(1.0)  # the survivor translates it, not being the writer
+    coordinator.child.kill()
+    # Its lease lapses (3 s plus a margin), the survivor takes office and catches up at once (5 s), long
+    # before the periodic sweep (30 s).
+    seconds_until(lambda: observed() == 2, 15.0)
+    seconds_until(lambda: any("still-not-an-address" in m for m in warnings()), 5.0)
