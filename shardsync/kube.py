@@ -93,22 +93,55 @@ def _translate(exc: BaseException) -> KubeError:
 _TRANSIENT = (k8s.ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
+class KubeconfigError(Exception):
+    """No client could be configured: the message names the file (or its absence) and what to do."""
+
+
 def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient:
-    """An ApiClient for `kubeconfig`, else the in-cluster service account, else ~/.kube/config."""
+    """An ApiClient for `kubeconfig`, else the in-cluster service account, else ~/.kube/config.
+
+    KubeconfigError (one sentence) when none can be loaded. The client's own urllib3 retries are off: each
+    caller has its own backoff, and the retries only multiplied the attempts and warnings of an outage.
+    """
     configuration = k8s.Configuration()
+    try:
+        _load_configuration(kubeconfig, configuration)
+    except KubeconfigError:
+        raise
+    except Exception as exc:
+        where = f"--kubeconfig={kubeconfig}" if kubeconfig else "the default kubeconfig"
+        reason = str(exc).splitlines()[0] if isinstance(exc, k8s_config.ConfigException) else ""
+        reason = reason or "not a YAML mapping of clusters, contexts and users"
+        raise KubeconfigError(
+            f"{where}: not a usable kubeconfig ({reason}); check it with `kubectl config view`"
+        ) from exc
+    configuration.retries = False
+    # Enough pooled connections for the watches plus concurrent short calls of one replica.
+    configuration.connection_pool_maxsize = 32
+    api = k8s.ApiClient(configuration)
+    api.user_agent = user_agent or f"shardsync/{__version__}"
+    return api
+
+
+def _load_configuration(kubeconfig: str, configuration: k8s.Configuration) -> None:
     if kubeconfig:
+        if not os.path.isfile(kubeconfig):
+            raise KubeconfigError(
+                f"--kubeconfig={kubeconfig}: no such file; give a kubeconfig's path, or leave the flag out "
+                "in a cluster"
+            )
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration
         )
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     else:
+        default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+        if not os.path.isfile(default):
+            raise KubeconfigError(
+                f"no kubeconfig: not in a cluster and {default} does not exist; set --kubeconfig"
+            )
         k8s_config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    # Enough pooled connections for the watches plus concurrent short calls of one replica.
-    configuration.connection_pool_maxsize = 32
-    api = k8s.ApiClient(configuration)
-    api.user_agent = user_agent or f"shardsync/{__version__}"
-    return api
 
 
 def kubeconfig_namespace(kubeconfig: str = "") -> str:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import time
-from typing import Any
+import traceback
+from typing import Any, NoReturn
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -25,7 +27,7 @@ from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
-from shardsync.kube import Kube
+from shardsync.kube import Kube, KubeconfigError
 from shardsync.logs import get_logger
 from shardsync.noop_registry import NoopRegistry
 from shardsync.notify import Notifier
@@ -143,7 +145,7 @@ class Replica:
 
     # -- the whole replica ----------------------------------------------------------------------
 
-    async def run(self) -> int:
+    async def run(self, server: StatusServer) -> int:
         s = self.settings
         log.info(
             "replica starting",
@@ -156,8 +158,7 @@ class Replica:
             dry_run=s.dry_run,
         )
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
-            server = StatusServer(s.metrics_address, StatusEndpoints(self.ready, self.shards), portal)
-            server.start()
+            server.start(portal)
             try:
                 tg.start_soon(self.events.run)
                 tg.start_soon(self.sources.run)
@@ -236,18 +237,65 @@ def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     config.configure(parser)
+    # A bad flag value is one line naming it (argparse would print the whole usage first), exit code 2.
+    setattr(parser, "error", _usage_error)  # noqa: B010 - replaces this parser's method only
+
+
+def _usage_error(message: str) -> NoReturn:
+    _fail(f"{message}; see shardsync run --help", USAGE)
+    raise SystemExit(USAGE)
+
+
+USAGE, ENVIRONMENT = 2, 1
+
+
+def _fail(message: str, code: int) -> int:
+    """A startup error: one line on stderr naming the flag or file and what to do."""
+    print(f"shardsync run: {message}", file=sys.stderr, flush=True)
+    return code
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         settings = config.settings_from_args(args)
+    except OSError as exc:  # a file a flag names could not be read
+        return _fail(str(exc), ENVIRONMENT)
     except (config.ConfigError, ValueError) as exc:
-        print(f"shardsync run: {exc}")
-        return 2
+        return _fail(str(exc), USAGE)
     logs.setup(settings.identity, settings.log_level)
+    debug = settings.log_level == "debug"
+    try:
+        replica, server = _build(settings)
+    except (KubeconfigError, OSError, ValueError) as exc:
+        if debug:
+            traceback.print_exc()
+        return _fail(str(exc), ENVIRONMENT)
+    try:
+        return anyio.run(replica.run, server)
+    except Exception as exc:  # a crash: one line; the whole trace with --log-level=debug
+        if debug:
+            traceback.print_exc()
+        cause: BaseException = exc
+        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
+            cause = cause.exceptions[0]
+        return _fail(f"stopped: {type(cause).__name__}: {cause}", ENVIRONMENT)
+    finally:
+        server.stop()
+
+
+def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
+    """The replica's parts, before any runs: the kubeconfig is loaded and the metrics port bound now, so
+    either failing is one line before anything starts."""
     kube = Kube.connect(settings.kubeconfig, settings.identity)
     ownership = ownership_for(settings, kube)
     kind = PROVIDERS[settings.provider]
     provider = kind.create(settings.options(kind.flags), settings.identity)
     replica = Replica(settings, kube, provider, ownership)
-    return anyio.run(replica.run)
+    try:
+        server = StatusServer(settings.metrics_address, StatusEndpoints(replica.ready, replica.shards))
+    except OSError as exc:
+        raise OSError(
+            f"--metrics-address={settings.metrics_address}: cannot listen there ({exc.strerror or exc}); "
+            "choose a free port, e.g. --metrics-address=:7979"
+        ) from None
+    return replica, server
