@@ -33,6 +33,7 @@ from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
 from shardsync import __version__
+from shardsync.kube_health import ApiHealth
 from shardsync.objects import Obj, Resource
 
 P = ParamSpec("P")
@@ -98,17 +99,14 @@ class KubeconfigError(Exception):
 
 
 def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient:
-    """An ApiClient for `kubeconfig`, else the in-cluster service account, else ~/.kube/config.
-
-    KubeconfigError (one sentence) when none can be loaded. The client's own urllib3 retries are off: each
-    caller has its own backoff, and the retries only multiplied the attempts and warnings of an outage.
-    """
+    """An ApiClient for `kubeconfig`, else the in-cluster service account, else ~/.kube/config;
+    KubeconfigError (one sentence) when none loads. No urllib3 retries: every caller has its own backoff."""
     configuration = k8s.Configuration()
     try:
         _load_configuration(kubeconfig, configuration)
-    except KubeconfigError:
-        raise
     except Exception as exc:
+        if isinstance(exc, KubeconfigError):
+            raise
         where = f"--kubeconfig={kubeconfig}" if kubeconfig else "the default kubeconfig"
         reason = str(exc).splitlines()[0] if isinstance(exc, k8s_config.ConfigException) else ""
         reason = reason or "not a YAML mapping of clusters, contexts and users"
@@ -126,10 +124,8 @@ def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient
 def _load_configuration(kubeconfig: str, configuration: k8s.Configuration) -> None:
     if kubeconfig:
         if not os.path.isfile(kubeconfig):
-            raise KubeconfigError(
-                f"--kubeconfig={kubeconfig}: no such file; give a kubeconfig's path, or leave the flag out "
-                "in a cluster"
-            )
+            where = f"--kubeconfig={kubeconfig}: no such file"
+            raise KubeconfigError(f"{where}; give a kubeconfig's path, or leave the flag out in a cluster")
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration
         )
@@ -138,9 +134,7 @@ def _load_configuration(kubeconfig: str, configuration: k8s.Configuration) -> No
     else:
         default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
         if not os.path.isfile(default):
-            raise KubeconfigError(
-                f"no kubeconfig: not in a cluster and {default} does not exist; set --kubeconfig"
-            )
+            raise KubeconfigError(f"no kubeconfig: not in a cluster and no {default}; set --kubeconfig")
         k8s_config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
 
 
@@ -180,6 +174,7 @@ class _Transport:
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
+        self.health = ApiHealth()
 
     def open(
         self,
@@ -203,10 +198,17 @@ class _Transport:
             body=body,
             auth_settings=["BearerToken"],
         )
-        response = self.api_client.call_api(*request, _request_timeout=timeout)
+        try:
+            response = self.api_client.call_api(*request, _request_timeout=timeout)
+        except _TRANSIENT as exc:
+            error = _translate(exc)
+            self.health.failed(error.status, error.reason)
+            raise
         if not 200 <= response.status <= 299:
             response.read()  # type: ignore[no-untyped-call]
+            self.health.failed(response.status, str(response.reason))
             raise k8s.ApiException(http_resp=response)
+        self.health.succeeded()
         return response.response
 
     def request(self, method: str, path: str, **kwargs: Any) -> Obj:
@@ -336,9 +338,12 @@ def _threaded(
 class Kube:
     """Async access to the API: BlockingKube's verbs, each awaited in a worker thread, and `watch`."""
 
+    _health: ApiHealth | None = None
+
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
         self._blocking = BlockingKube(api_client)
+        self._health = self._blocking.transport.health
         # Short calls get their own thread budget, so long watches can never starve lease renewals.
         self._calls = anyio.CapacityLimiter(16)
 
@@ -346,6 +351,13 @@ class Kube:
     def connect(cls, kubeconfig: str = "", identity: str = "") -> Kube:
         agent = f"shardsync/{__version__} ({identity})" if identity else ""
         return cls(load_api_client(kubeconfig, agent))
+
+    @property
+    def health(self) -> ApiHealth:
+        """Whether the API server answers (shardsync.kube_health); test doubles get one of their own."""
+        if self._health is None:
+            self._health = ApiHealth()
+        return self._health
 
     get = _threaded(BlockingKube.get)
     list = _threaded(BlockingKube.list)

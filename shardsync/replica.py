@@ -13,8 +13,11 @@ Only this module and the command line read `Settings`: every part below gets its
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any, NoReturn
@@ -48,6 +51,11 @@ from shardsync.worker import Worker, WorkerOptions
 
 log = get_logger(__name__)
 
+# How long the graceful stop may go on once the API server is known unreachable (see `_graceful_stop`).
+STOP_WHEN_UNREACHABLE = 0.5
+# How long the teardown after the graceful stop may take before the process exits anyway.
+EXIT_GRACE = 1.0
+
 
 class Replica:
     """The parts of one replica and the loops that tie them together; shardsync.ownership.port's `Host`."""
@@ -62,6 +70,7 @@ class Replica:
         self.zones: set[str] = set()
         self.zones_changed = Notifier()
         self.zones_known = anyio.Event()
+        self.stop_done = threading.Event()  # the graceful stop is over: only the teardown is left
         self.desired = DesiredIndex()
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(settings.domain_filter, settings.exclude_domains)
@@ -133,6 +142,9 @@ class Replica:
     # -- status ------------------------------------------------------------------------------------
 
     def ready(self) -> tuple[bool, str]:
+        outage = self.kube.health.reason()
+        if outage:
+            return False, outage
         if not self.sources.synced.is_set():
             return False, "source caches not synced"
         if not self.zones_known.is_set():
@@ -171,16 +183,35 @@ class Replica:
                     async for signum in signals:
                         log.info("stopping", signal=signal.Signals(signum).name)
                         break
-                with anyio.move_on_after(max(5.0, s.lease_duration * 2)) as scope:
-                    await self.ownership.stop(self)
-                if scope.cancelled_caught:
-                    log.error("graceful stop timed out")
+                await self._graceful_stop()
+                self.stop_done.set()
                 tg.cancel_scope.cancel()
             finally:
                 server.stop()
                 await self.provider.close()
         log.info("replica stopped")
         return 0
+
+    async def _graceful_stop(self) -> None:
+        """The ownership layer's stop (drain or hand over, release the leases), bounded: by twice the lease
+        overall, and to STOP_WHEN_UNREACHABLE once the API server is found unreachable, since no step of
+        it can succeed then (the leases expire by themselves)."""
+        health = self.kube.health
+        with anyio.move_on_after(max(5.0, self.settings.lease_duration * 2)) as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def cut_when_unreachable() -> None:
+                    while not health.down:  # noqa: ASYNC110 - set from worker threads, no anyio.Event
+                        await anyio.sleep(0.1)
+                    await anyio.sleep(STOP_WHEN_UNREACHABLE)
+                    log.warning("API server unreachable: stopping without the graceful steps")
+                    scope.cancel()
+
+                tg.start_soon(cut_when_unreachable)
+                await self.ownership.stop(self)
+                tg.cancel_scope.cancel()
+        if scope.cancelled_caught and not health.down:
+            log.error("graceful stop timed out")
 
     async def _once(self, tg: anyio.abc.TaskGroup) -> int:
         """Reconcile every zone once (after the caches sync), then stop: external-dns's --once."""
@@ -270,8 +301,9 @@ def main(args: argparse.Namespace) -> int:
         if debug:
             traceback.print_exc()
         return _fail(str(exc), ENVIRONMENT)
+    threading.Thread(target=_exit_after_teardown, args=(replica,), name="exit", daemon=True).start()
     try:
-        return anyio.run(replica.run, server)
+        code = anyio.run(replica.run, server)
     except Exception as exc:  # a crash: one line; the whole trace with --log-level=debug
         if debug:
             traceback.print_exc()
@@ -281,6 +313,25 @@ def main(args: argparse.Namespace) -> int:
         return _fail(f"stopped: {type(cause).__name__}: {cause}", ENVIRONMENT)
     finally:
         server.stop()
+    if replica.stop_done.is_set():
+        _exit_now(code)  # stopped by a signal: not waiting for idle worker threads to notice (up to 2 s)
+    return code
+
+
+def _exit_after_teardown(replica: Replica) -> None:
+    """Exit at most EXIT_GRACE after the graceful stop, whatever is left: a call blocked on an API server
+    that does not answer would otherwise hold the teardown (and the interpreter's exit) until its timeout."""
+    replica.stop_done.wait()
+    time.sleep(EXIT_GRACE)
+    log.warning("calls still in flight after the stop; exiting without them")
+    _exit_now(0)
+
+
+def _exit_now(code: int) -> NoReturn:
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
