@@ -54,7 +54,7 @@ log = get_logger(__name__)
 # How long the graceful stop may go on once the API server is known unreachable (see `_graceful_stop`).
 STOP_WHEN_UNREACHABLE = 0.5
 # How long the teardown after the graceful stop may take before the process exits anyway.
-EXIT_GRACE = 1.0
+EXIT_GRACE = 0.5
 
 
 class Replica:
