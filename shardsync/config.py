@@ -356,6 +356,14 @@ def validate(s: Settings) -> None:
         for domain in domains:
             _validate_domain(name, domain)
     _validate_address(s.metrics_address)
+    for name, value in (("--namespace", s.namespace), ("--lease-namespace", s.lease_namespace)):
+        if value and not _DNS_LABEL.match(value):
+            raise ConfigError(f"{name}={value}: not a namespace name (lower-case letters, digits and '-')")
+    if not _DNS_LABEL.match(s.instance) or len(s.instance) > 40:
+        raise ConfigError(
+            f"--instance={s.instance}: not usable in object names (at most 40 lower-case letters, digits "
+            "and '-', starting and ending with a letter or digit)"
+        )
     provider = PROVIDERS[s.provider].flags
     provider.validate(s.options(provider))
     chosen = {name: source_table.SOURCES[name] for name in s.sources}
@@ -363,6 +371,7 @@ def validate(s: Settings) -> None:
         group.validate(s.options(group))
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _LABEL = re.compile(r"^(\*|[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)$")
 
 

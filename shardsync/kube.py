@@ -108,6 +108,8 @@ def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient
         if isinstance(exc, KubeconfigError):
             raise
         where = f"--kubeconfig={kubeconfig}" if kubeconfig else "the default kubeconfig"
+        if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            raise KubeconfigError(f"in a cluster but no service account ({exc}); set --kubeconfig") from exc
         reason = str(exc).splitlines()[0] if isinstance(exc, k8s_config.ConfigException) else ""
         reason = reason or "not a YAML mapping of clusters, contexts and users"
         raise KubeconfigError(

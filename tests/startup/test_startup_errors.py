@@ -50,11 +50,15 @@ def busy_port() -> Iterator[int]:
         yield s.getsockname()[1]
 
 
-def run(*args: str, kubeconfig: str, provider: tuple[str, ...] = ()) -> tuple[int, list[str], str]:
+def run(
+    *args: str, kubeconfig: str, provider: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[int, list[str], str]:
     base = provider or ("--provider=fake", "--fake-zone=a.com")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SHARDSYNC_", "EXTERNAL_DNS_"))}
-    env.pop("KUBERNETES_SERVICE_HOST", None)
-    command = [sys.executable, "-m", "shardsync", "run", *base, "--identity=t", f"--kubeconfig={kubeconfig}"]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SHARDSYNC_", "EXTERNAL_DNS_"))}
+    clean.pop("KUBERNETES_SERVICE_HOST", None)
+    env = {**clean, **(env or {})}
+    command = [sys.executable, "-m", "shardsync", "run", *base, "--identity=t"]
+    command += [f"--kubeconfig={kubeconfig}"] if kubeconfig else []
     out = subprocess.run(
         [*command, *args],
         capture_output=True,
@@ -81,6 +85,16 @@ def check(result: tuple[int, list[str], str], code: int, *words: str) -> None:
 
 def test_missing_kubeconfig(files: dict[str, str]) -> None:
     check(run(kubeconfig="/nonexistent/kubeconfig"), ENVIRONMENT, "--kubeconfig=/nonexistent", "no such file")
+
+
+def test_no_kubeconfig_at_all(tmp_path: Path) -> None:
+    result = run(kubeconfig="", env={"HOME": str(tmp_path), "KUBECONFIG": ""})
+    check(result, ENVIRONMENT, "no kubeconfig", "--kubeconfig")
+
+
+def test_in_a_cluster_without_a_service_account() -> None:
+    result = run(kubeconfig="", env={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"})
+    check(result, ENVIRONMENT, "service account", "--kubeconfig")
 
 
 @pytest.mark.parametrize("name", ["string.kc", "empty.kc"])
@@ -162,3 +176,10 @@ def test_debug_shows_the_trace(files: dict[str, str]) -> None:
     rc, _, everything = run("--log-level=debug", kubeconfig=files["string.kc"])
     assert rc == ENVIRONMENT
     assert "Traceback" in everything and "not a usable kubeconfig" in everything.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--instance", "Bad_Name"), ("--lease-namespace", "no/slash"), ("--namespace", "A")]
+)
+def test_bad_object_names(files: dict[str, str], flag: str, value: str) -> None:
+    check(run(f"{flag}={value}", kubeconfig=files["good.kc"]), USAGE, f"{flag}={value}")
