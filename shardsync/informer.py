@@ -4,7 +4,8 @@ A source or the sharding code reads `cache` and is told of each change through `
 (`old` None on add, `new` None on delete), called on the event loop. The informer lists once, then watches
 from the list's resourceVersion; a watch the server ends is resumed from the last version seen (BOOKMARKs
 keep it fresh); a 410 Expired relists and reports the difference as changes; any other error backs off
-with jitter and retries, keeping the last good cache meanwhile.
+with jitter and retries, keeping the last good cache meanwhile. While the API server is unreachable the
+informers share one warning rhythm (shardsync.kube_health) instead of each warning at its own.
 """
 
 from __future__ import annotations
@@ -128,7 +129,9 @@ class Informer:
                 if self.on_error is not None:
                     self.on_error(exc)
                 delay = backoff.next()
-                log.warning(
+                # During an API outage every informer fails in step: one warning per step of the outage.
+                emit = log.debug if self.kube.health.quiet(exc.status) else log.warning
+                emit(
                     "list/watch failed",
                     resource=self.name,
                     status=exc.status,

@@ -33,6 +33,7 @@ from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
 from shardsync import __version__
+from shardsync.kube_health import ApiHealth
 from shardsync.objects import Obj, Resource
 
 P = ParamSpec("P")
@@ -93,22 +94,50 @@ def _translate(exc: BaseException) -> KubeError:
 _TRANSIENT = (k8s.ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
+class KubeconfigError(Exception):
+    """No client could be configured: the message names the file (or its absence) and what to do."""
+
+
 def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient:
-    """An ApiClient for `kubeconfig`, else the in-cluster service account, else ~/.kube/config."""
+    """An ApiClient for `kubeconfig`, else the in-cluster service account, else ~/.kube/config;
+    KubeconfigError (one sentence) when none loads. No urllib3 retries: every caller has its own backoff."""
     configuration = k8s.Configuration()
+    try:
+        _load_configuration(kubeconfig, configuration)
+    except Exception as exc:
+        if isinstance(exc, KubeconfigError):
+            raise
+        where = f"--kubeconfig={kubeconfig}" if kubeconfig else "the default kubeconfig"
+        if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            raise KubeconfigError(f"in a cluster but no service account ({exc}); set --kubeconfig") from exc
+        reason = str(exc).splitlines()[0] if isinstance(exc, k8s_config.ConfigException) else ""
+        reason = reason or "not a YAML mapping of clusters, contexts and users"
+        raise KubeconfigError(
+            f"{where}: not a usable kubeconfig ({reason}); check it with `kubectl config view`"
+        ) from exc
+    configuration.retries = False
+    # Enough pooled connections for the watches plus concurrent short calls of one replica.
+    configuration.connection_pool_maxsize = 32
+    api = k8s.ApiClient(configuration)
+    api.user_agent = user_agent or f"shardsync/{__version__}"
+    return api
+
+
+def _load_configuration(kubeconfig: str, configuration: k8s.Configuration) -> None:
     if kubeconfig:
+        if not os.path.isfile(kubeconfig):
+            where = f"--kubeconfig={kubeconfig}: no such file"
+            raise KubeconfigError(f"{where}; give a kubeconfig's path, or leave the flag out in a cluster")
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration
         )
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     else:
+        default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+        if not os.path.isfile(default):
+            raise KubeconfigError(f"no kubeconfig: not in a cluster and no {default}; set --kubeconfig")
         k8s_config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    # Enough pooled connections for the watches plus concurrent short calls of one replica.
-    configuration.connection_pool_maxsize = 32
-    api = k8s.ApiClient(configuration)
-    api.user_agent = user_agent or f"shardsync/{__version__}"
-    return api
 
 
 def kubeconfig_namespace(kubeconfig: str = "") -> str:
@@ -147,6 +176,7 @@ class _Transport:
 
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
+        self.health = ApiHealth()
 
     def open(
         self,
@@ -170,10 +200,17 @@ class _Transport:
             body=body,
             auth_settings=["BearerToken"],
         )
-        response = self.api_client.call_api(*request, _request_timeout=timeout)
+        try:
+            response = self.api_client.call_api(*request, _request_timeout=timeout)
+        except _TRANSIENT as exc:
+            error = _translate(exc)
+            self.health.failed(error.status, error.reason)
+            raise
         if not 200 <= response.status <= 299:
             response.read()  # type: ignore[no-untyped-call]
+            self.health.failed(response.status, str(response.reason))
             raise k8s.ApiException(http_resp=response)
+        self.health.succeeded()
         return response.response
 
     def request(self, method: str, path: str, **kwargs: Any) -> Obj:
@@ -303,9 +340,12 @@ def _threaded(
 class Kube:
     """Async access to the API: BlockingKube's verbs, each awaited in a worker thread, and `watch`."""
 
+    _health: ApiHealth | None = None
+
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api_client = api_client
         self._blocking = BlockingKube(api_client)
+        self._health = self._blocking.transport.health
         # Short calls get their own thread budget, so long watches can never starve lease renewals.
         self._calls = anyio.CapacityLimiter(16)
 
@@ -313,6 +353,13 @@ class Kube:
     def connect(cls, kubeconfig: str = "", identity: str = "") -> Kube:
         agent = f"shardsync/{__version__} ({identity})" if identity else ""
         return cls(load_api_client(kubeconfig, agent))
+
+    @property
+    def health(self) -> ApiHealth:
+        """Whether the API server answers (shardsync.kube_health); test doubles get one of their own."""
+        if self._health is None:
+            self._health = ApiHealth()
+        return self._health
 
     get = _threaded(BlockingKube.get)
     list = _threaded(BlockingKube.list)

@@ -78,5 +78,7 @@ def setup(identity: str = "-", level: str = "info") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("kubernetes", "urllib3", "httpx", "httpcore"):
+    for noisy in ("kubernetes", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # urllib3 warns of each retry and each discarded connection; the callers log their failures once.
+    logging.getLogger("urllib3").setLevel(logging.ERROR)

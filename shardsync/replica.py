@@ -13,9 +13,14 @@ Only this module and the command line read `Settings`: every part below gets its
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import signal
+import sys
+import threading
 import time
-from typing import Any
+import traceback
+from typing import Any, NoReturn
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -25,7 +30,7 @@ from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
-from shardsync.kube import Kube
+from shardsync.kube import Kube, KubeconfigError
 from shardsync.logs import get_logger
 from shardsync.noop_registry import NoopRegistry
 from shardsync.notify import Notifier
@@ -46,6 +51,11 @@ from shardsync.worker import Worker, WorkerOptions
 
 log = get_logger(__name__)
 
+# How long the graceful stop may go on once the API server is known unreachable (see `_graceful_stop`).
+STOP_WHEN_UNREACHABLE = 0.5
+# How long the teardown after the graceful stop may take before the process exits anyway.
+EXIT_GRACE = 0.5
+
 
 class Replica:
     """The parts of one replica and the loops that tie them together; shardsync.ownership.port's `Host`."""
@@ -60,6 +70,7 @@ class Replica:
         self.zones: set[str] = set()
         self.zones_changed = Notifier()
         self.zones_known = anyio.Event()
+        self.stop_done = threading.Event()  # the graceful stop is over: only the teardown is left
         self.desired = DesiredIndex()
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(
@@ -137,6 +148,9 @@ class Replica:
     # -- status ------------------------------------------------------------------------------------
 
     def ready(self) -> tuple[bool, str]:
+        outage = self.kube.health.reason()
+        if outage:
+            return False, outage
         if not self.sources.synced.is_set():
             return False, "source caches not synced"
         if not self.zones_known.is_set():
@@ -149,7 +163,7 @@ class Replica:
 
     # -- the whole replica ----------------------------------------------------------------------
 
-    async def run(self) -> int:
+    async def run(self, server: StatusServer) -> int:
         s = self.settings
         log.info(
             "replica starting",
@@ -162,8 +176,7 @@ class Replica:
             dry_run=s.dry_run,
         )
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
-            server = StatusServer(s.metrics_address, StatusEndpoints(self.ready, self.shards), portal)
-            server.start()
+            server.start(portal)
             try:
                 tg.start_soon(self.events.run)
                 tg.start_soon(self.sources.run)
@@ -176,16 +189,35 @@ class Replica:
                     async for signum in signals:
                         log.info("stopping", signal=signal.Signals(signum).name)
                         break
-                with anyio.move_on_after(max(5.0, s.lease_duration * 2)) as scope:
-                    await self.ownership.stop(self)
-                if scope.cancelled_caught:
-                    log.error("graceful stop timed out")
+                await self._graceful_stop()
+                self.stop_done.set()
                 tg.cancel_scope.cancel()
             finally:
                 server.stop()
                 await self.provider.close()
         log.info("replica stopped")
         return 0
+
+    async def _graceful_stop(self) -> None:
+        """The ownership layer's stop (drain or hand over, release the leases), bounded: by twice the lease
+        overall, and to STOP_WHEN_UNREACHABLE once the API server is found unreachable, since no step of
+        it can succeed then (the leases expire by themselves)."""
+        health = self.kube.health
+        with anyio.move_on_after(max(5.0, self.settings.lease_duration * 2)) as scope:
+            async with anyio.create_task_group() as tg:
+
+                async def cut_when_unreachable() -> None:
+                    while not health.down:  # noqa: ASYNC110 - set from worker threads, no anyio.Event
+                        await anyio.sleep(0.1)
+                    await anyio.sleep(STOP_WHEN_UNREACHABLE)
+                    log.warning("API server unreachable: stopping without the graceful steps")
+                    scope.cancel()
+
+                tg.start_soon(cut_when_unreachable)
+                await self.ownership.stop(self)
+                tg.cancel_scope.cancel()
+        if scope.cancelled_caught and not health.down:
+            log.error("graceful stop timed out")
 
     async def _once(self, tg: anyio.abc.TaskGroup) -> int:
         """Reconcile every zone once (after the caches sync), then stop: external-dns's --once."""
@@ -247,18 +279,85 @@ def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     config.configure(parser)
+    # A bad flag value is one line naming it (argparse would print the whole usage first), exit code 2.
+    setattr(parser, "error", _usage_error)  # noqa: B010 - replaces this parser's method only
+
+
+def _usage_error(message: str) -> NoReturn:
+    _fail(f"{message}; see shardsync run --help", USAGE)
+    raise SystemExit(USAGE)
+
+
+USAGE, ENVIRONMENT = 2, 1
+
+
+def _fail(message: str, code: int) -> int:
+    """A startup error: one line on stderr naming the flag or file and what to do."""
+    print(f"shardsync run: {message}", file=sys.stderr, flush=True)
+    return code
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         settings = config.settings_from_args(args)
+    except OSError as exc:  # a file a flag names could not be read
+        return _fail(str(exc), ENVIRONMENT)
     except (config.ConfigError, ValueError) as exc:
-        print(f"shardsync run: {exc}")
-        return 2
+        return _fail(str(exc), USAGE)
     logs.setup(settings.identity, settings.log_level)
+    debug = settings.log_level == "debug"
+    try:
+        replica, server = _build(settings)
+    except (KubeconfigError, OSError, ValueError) as exc:
+        if debug:
+            traceback.print_exc()
+        return _fail(str(exc), ENVIRONMENT)
+    threading.Thread(target=_exit_after_teardown, args=(replica,), name="exit", daemon=True).start()
+    try:
+        code = anyio.run(replica.run, server)
+    except Exception as exc:  # a crash: one line; the whole trace with --log-level=debug
+        if debug:
+            traceback.print_exc()
+        cause: BaseException = exc
+        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
+            cause = cause.exceptions[0]
+        return _fail(f"stopped: {type(cause).__name__}: {cause}", ENVIRONMENT)
+    finally:
+        server.stop()
+    if replica.stop_done.is_set():
+        _exit_now(code)  # stopped by a signal: not waiting for idle worker threads to notice (up to 2 s)
+    return code
+
+
+def _exit_after_teardown(replica: Replica) -> None:
+    """Exit at most EXIT_GRACE after the graceful stop, whatever is left: a call blocked on an API server
+    that does not answer would otherwise hold the teardown (and the interpreter's exit) until its timeout."""
+    replica.stop_done.wait()
+    time.sleep(EXIT_GRACE)
+    log.warning("calls still in flight after the stop; exiting without them")
+    _exit_now(0)
+
+
+def _exit_now(code: int) -> NoReturn:
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
+    """The replica's parts, before any runs: the kubeconfig is loaded and the metrics port bound now, so
+    either failing is one line before anything starts."""
     kube = Kube.connect(settings.kubeconfig, settings.identity)
     ownership = ownership_for(settings, kube)
     kind = PROVIDERS[settings.provider]
     provider = kind.create(settings.options(kind.flags), settings.identity)
     replica = Replica(settings, kube, provider, ownership)
-    return anyio.run(replica.run)
+    try:
+        server = StatusServer(settings.metrics_address, StatusEndpoints(replica.ready, replica.shards))
+    except OSError as exc:
+        raise OSError(
+            f"--metrics-address={settings.metrics_address}: cannot listen there ({exc.strerror or exc}); "
+            "choose a free port, e.g. --metrics-address=:7979"
+        ) from None
+    return replica, server

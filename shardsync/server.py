@@ -46,27 +46,44 @@ class StatusEndpoints:
 
 
 class StatusServer:
-    """Serves the endpoints until `stop()`; `port` is the bound port (useful with port 0)."""
+    """Serves the endpoints from `start()` until `stop()`; `port` is the bound port (useful with port 0).
 
-    def __init__(self, address: str, endpoints: StatusEndpoints, portal: BlockingPortal) -> None:
+    The socket is bound at construction, so a busy or forbidden port fails before anything else starts;
+    the portal (the event loop the endpoints run on) may be given then or to `start()`.
+    """
+
+    def __init__(
+        self, address: str, endpoints: StatusEndpoints, portal: BlockingPortal | None = None
+    ) -> None:
         host, port = parse_address(address)
-        handler = _make_handler(endpoints, portal)
+        self._portal = portal
+        handler = _make_handler(endpoints, self._get_portal)
         self._httpd = ThreadingHTTPServer((host, port), handler)
         self._httpd.daemon_threads = True
         self.port: int = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="status-http", daemon=True)
 
-    def start(self) -> None:
+    def _get_portal(self) -> BlockingPortal:
+        if self._portal is None:
+            raise RuntimeError("not started")
+        return self._portal
+
+    def start(self, portal: BlockingPortal | None = None) -> None:
+        self._portal = portal or self._portal
         self._thread.start()
         log.info("serving status endpoints", port=self.port)
 
     def stop(self) -> None:
-        self._httpd.shutdown()
+        if self._thread.is_alive():
+            self._httpd.shutdown()
         self._httpd.server_close()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
 
 
-def _make_handler(endpoints: StatusEndpoints, portal: BlockingPortal) -> type[BaseHTTPRequestHandler]:
+def _make_handler(
+    endpoints: StatusEndpoints, get_portal: Callable[[], BlockingPortal]
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True
@@ -84,6 +101,7 @@ def _make_handler(endpoints: StatusEndpoints, portal: BlockingPortal) -> type[Ba
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             try:
+                portal = get_portal()
                 if path == "/metrics":
                     self._send(200, generate_latest(REGISTRY), CONTENT_TYPE_LATEST)
                 elif path == "/healthz":

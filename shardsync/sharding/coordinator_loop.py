@@ -127,7 +127,10 @@ class Candidate:
     def _failed(self, was_leader: bool, exc: Exception) -> None:
         if was_leader:
             RENEW_FAILURES.labels("coordinator").inc()
-        log.warning("coordinator election round failed", lease=self.name, error=str(exc), leader=was_leader)
+        # An unreachable API fails every round: one warning per step of the outage, not per round.
+        status = exc.status if isinstance(exc, KubeError) else -1
+        emit = log.debug if self.kube.health.quiet(status) else log.warning
+        emit("coordinator election round failed", lease=self.name, error=str(exc), leader=was_leader)
 
     def _note_leadership(self) -> None:
         leader = self.is_leader()
@@ -220,7 +223,8 @@ class CoordinatorLoop:
                 backoff.reset()
             except KubeError as exc:
                 delay = backoff.next()
-                log.warning("reading the stored assignment failed", configmap=self.name, error=str(exc))
+                emit = log.debug if self.kube.health.quiet(exc.status) else log.warning
+                emit("reading the stored assignment failed", configmap=self.name, error=str(exc))
             await self._wake.wait(ticket, delay)
 
     async def _publish_round(self) -> float:

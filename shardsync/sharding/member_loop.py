@@ -179,7 +179,7 @@ class MemberLoop:
         async with self._lock:
             if self._closed:
                 return True
-            error = "conflict"
+            error, status = "conflict", 409
             for _ in range(_CONFLICT_RETRIES):
                 version = self._version
                 try:
@@ -207,7 +207,7 @@ class MemberLoop:
                     if exc.conflict or exc.not_found:
                         self._lease = None  # changed or deleted under us: read it again and retry now
                         continue
-                    error = str(exc)
+                    error, status = str(exc), exc.status
                     break
                 except MalformedLease as exc:
                     self._lease = None
@@ -216,7 +216,9 @@ class MemberLoop:
                 self._stored(stored, sent, version)
                 return True
         RENEW_FAILURES.labels("member").inc()
-        log.warning(
+        # An unreachable API fails every renewal: one warning per step of the outage, not per renewal.
+        emit = log.debug if self.kube.health.quiet(status) else log.warning
+        emit(
             "member lease renewal failed",
             lease=self.name,
             error=error,

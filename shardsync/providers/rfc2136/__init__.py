@@ -6,9 +6,12 @@ message building and parsing under it is messages.py.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 
 from shardsync.flags import ConfigError, Flag, FlagGroup, duration
+from shardsync.providers.rfc2136.messages import TSIG_ALGORITHMS
 from shardsync.providers.rfc2136.provider import Rfc2136Provider
 
 
@@ -42,6 +45,48 @@ def _validate(o: Rfc2136Options) -> None:
         raise ConfigError("--provider=rfc2136 needs --rfc2136-host and at least one --rfc2136-zone")
     if o.batch_change_size < 1:
         raise ConfigError("--rfc2136-batch-change-size must be at least 1")
+    if not 0 < o.port <= 65535:
+        raise ConfigError(f"--rfc2136-port={o.port}: not a port (1 to 65535)")
+    _validate_tsig(o)
+
+
+def _validate_tsig(o: Rfc2136Options) -> None:
+    """The TSIG flags, checked before anything starts; a message never shows the secret itself.
+
+    A bad value is a usage error (ConfigError); a secret file that cannot be read is the environment's
+    (OSError, naming the file).
+    """
+    if o.tsig_secret_alg.lower().rstrip(".") not in TSIG_ALGORITHMS:
+        raise ConfigError(
+            f"--rfc2136-tsig-secret-alg={o.tsig_secret_alg}: not supported; use one of "
+            f"{', '.join(TSIG_ALGORITHMS)}"
+        )
+    if o.tsig_secret and o.tsig_secret_file:
+        raise ConfigError("--rfc2136-tsig-secret and --rfc2136-tsig-secret-file are mutually exclusive")
+    if not o.tsig_keyname:
+        return  # no TSIG: a secret alone is not used (as before and as external-dns)
+    if not (o.tsig_secret or o.tsig_secret_file):
+        raise ConfigError(
+            f"--rfc2136-tsig-keyname={o.tsig_keyname} needs its secret: set --rfc2136-tsig-secret "
+            "(or SHARDSYNC_RFC2136_TSIG_SECRET) or --rfc2136-tsig-secret-file"
+        )
+    try:
+        secret = o.secret()
+    except OSError as exc:
+        raise OSError(
+            f"--rfc2136-tsig-secret-file={o.tsig_secret_file}: cannot read it ({exc.strerror or exc}); "
+            "mount the secret there or fix the path"
+        ) from None
+    try:
+        raw = base64.b64decode(secret, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if not raw:
+        where = f"-file={o.tsig_secret_file}: its" if o.tsig_secret_file else ": the"
+        raise ConfigError(
+            f"--rfc2136-tsig-secret{where} secret is empty or not base64: use the key's secret as "
+            'tsig-keygen or dnssec-keygen prints it (e.g. in named.conf\'s `secret "...";`)'
+        )
 
 
 FLAGS = FlagGroup(
