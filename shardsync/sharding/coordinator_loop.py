@@ -184,14 +184,10 @@ class CoordinatorLoop:
     """Election plus publishing; every replica runs one, only the leader publishes."""
 
     def __init__(self, site: Site, members: MemberLoop, watch: AssignmentWatch) -> None:
-        self.kube = site.kube
-        self.namespace = site.namespace
-        self.instance = site.instance
-        self.identity = site.identity
+        self.site = site
         self.timings = site.timings
         self.members = members
         self.watch = watch
-        self.clock: Clock = site.clock
         self.candidate = Candidate(site)
         self.name = configmap_name(site.instance)
         self._wake = Notifier()
@@ -223,7 +219,7 @@ class CoordinatorLoop:
                 backoff.reset()
             except KubeError as exc:
                 delay = backoff.next()
-                emit = log.debug if self.kube.health.quiet(exc.status) else log.warning
+                emit = log.debug if self.site.kube.health.quiet(exc.status) else log.warning
                 emit("reading the stored assignment failed", configmap=self.name, error=str(exc))
             await self._wake.wait(ticket, delay)
 
@@ -239,9 +235,9 @@ class CoordinatorLoop:
         publisher = self._publisher
         if publisher is None or not self.members.synced.is_set():
             return self.timings.renew_interval
-        now = self.clock.monotonic()
+        now = self.site.clock.monotonic()
         pins = dict(publisher.current.pins) if publisher.current is not None else {}
-        proposal = publisher.observe(self.members.statuses(), pins, now, self.clock.now())
+        proposal = publisher.observe(self.members.statuses(), pins, now, self.site.clock.now())
         if publisher.problems != self._problems:
             self._problems = list(publisher.problems)
             for problem in self._problems:
@@ -251,7 +247,7 @@ class CoordinatorLoop:
         wake = publisher.next_wakeup()
         if wake is None:
             return self.timings.renew_interval
-        return max(0.0, min(self.timings.renew_interval, wake - self.clock.monotonic()))
+        return max(0.0, min(self.timings.renew_interval, wake - self.site.clock.monotonic()))
 
     def _stored_changed(self) -> bool:
         """Someone else wrote the ConfigMap (an operator, a deposed coordinator, a corruption): re-read."""
@@ -263,8 +259,8 @@ class CoordinatorLoop:
 
     async def _load(self) -> None:
         """Read the stored assignment and continue from it (rule 7)."""
-        body = await self.kube.get(
-            CONFIGMAPS, self.name, namespace=self.namespace, request_timeout=self.timings.request_timeout
+        body = await self.site.kube.get(
+            CONFIGMAPS, self.name, namespace=self.site.namespace, request_timeout=self.timings.request_timeout
         )
         if body is None:
             stored, self._rv = None, None
@@ -276,7 +272,7 @@ class CoordinatorLoop:
             except CorruptAssignment as exc:
                 stored = self._repair_base(str(exc))
         if self._publisher is None:
-            self._publisher = Publisher(self.identity, self.timings.publisher_config(), stored)
+            self._publisher = Publisher(self.site.identity, self.timings.publisher_config(), stored)
             log.info(
                 "publishing assignments",
                 generation=stored.generation if stored else 0,
@@ -300,16 +296,16 @@ class CoordinatorLoop:
 
     async def _write(self, publisher: Publisher, proposal: Assignment) -> None:
         previous = publisher.current
-        body = proposal.to_configmap(self.instance, self._rv)
+        body = proposal.to_configmap(self.site.instance, self._rv)
         try:
             timeout = self.timings.request_timeout
             if self._rv is None:
-                stored = await self.kube.create(
-                    CONFIGMAPS, body, namespace=self.namespace, request_timeout=timeout
+                stored = await self.site.kube.create(
+                    CONFIGMAPS, body, namespace=self.site.namespace, request_timeout=timeout
                 )
             else:
-                stored = await self.kube.replace(
-                    CONFIGMAPS, self.name, body, namespace=self.namespace, request_timeout=timeout
+                stored = await self.site.kube.replace(
+                    CONFIGMAPS, self.name, body, namespace=self.site.namespace, request_timeout=timeout
                 )
         except KubeError as exc:
             if exc.conflict or exc.not_found:
