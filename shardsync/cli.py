@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from shardsync import __version__
 
@@ -24,14 +25,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (argparse prints the whole usage block first),
+    naming the command whose --help tells more; exit code 2."""
+
+    command = ""  # the chosen sub-command, which an unrecognized argument belongs to
+
+    def error(self, message: str) -> NoReturn:
+        prog = f"{self.prog} {self.command}" if self.command else self.prog
+        self.exit(2, f"{prog}: {message}; see {prog} --help\n")
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="shardsync",
         description="Kubernetes DNS controller with N active replicas sharding DNS zones.",
     )
     parser.add_argument("--version", action="version", version=f"shardsync {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
     chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser.command = chosen if chosen in COMMANDS else ""
     for name, (module_name, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:

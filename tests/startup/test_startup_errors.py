@@ -183,3 +183,27 @@ def test_debug_shows_the_trace(files: dict[str, str]) -> None:
 )
 def test_bad_object_names(files: dict[str, str], flag: str, value: str) -> None:
     check(run(f"{flag}={value}", kubeconfig=files["good.kc"]), USAGE, f"{flag}={value}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["run", "--bogus"], "shardsync run: unrecognized arguments: --bogus; see shardsync run --help"),
+        (
+            ["shards", "--nope"],
+            "shardsync shards: unrecognized arguments: --nope; see shardsync shards --help",
+        ),
+        (
+            ["local", "--replicas=x"],
+            "shardsync local: argument --replicas: expected a whole number, got 'x'; "
+            "see shardsync local --help",
+        ),
+        ([], "shardsync: the following arguments are required: COMMAND; see shardsync --help"),
+    ],
+)
+def test_usage_mistakes_of_every_command_are_one_line(argv: list[str], line: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "shardsync", *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stdout == "" and done.stderr.splitlines() == [line]
