@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
+from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
-from shardsync.selectors import SelectorError, parse_selector
-from shardsync.server import parse_address
 from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
 from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
 from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
@@ -77,6 +76,7 @@ class Settings:
     instance: str = "shardsync"
     metrics_address: str = ":7979"
     log_level: str = "info"
+    log_format: str = "text"
     # sharding
     sharding: bool = True
     lease_duration: float = DEFAULT_LEASE_DURATION
@@ -214,6 +214,12 @@ FLAGS: tuple[Flag, ...] = (
         "debug, info, warning or error",
         choices=("debug", "info", "warning", "error"),
         external_dns="--log-level",
+    ),
+    Flag(
+        "log_format",
+        "text (logfmt key=value lines) or json (one JSON object per line, same keys)",
+        choices=LOG_FORMATS,
+        external_dns="--log-format",
     ),
     Flag("sharding", "on: every replica syncs its own zones; off: only the coordinator syncs", kind=boolean),
     Flag("lease_duration", "member and coordinator lease duration", kind=duration),
@@ -374,15 +380,15 @@ def validate(s: Settings) -> None:
         raise ConfigError("--renew-interval must be positive and shorter than --lease-duration")
     if not s.identity:
         raise ConfigError("no identity: set --identity or POD_NAME")
-    _validate_selectors(s)
+    validate_selectors(s.label_filter, s.annotation_filter)
     for name, domains in (("--domain-filter", s.domain_filter), ("--exclude-domains", s.exclude_domains)):
         for domain in domains:
-            _validate_domain(name, domain)
-    _validate_address(s.metrics_address)
+            validate_domain(name, domain)
+    validate_address(s.metrics_address)
     for name, value in (("--namespace", s.namespace), ("--lease-namespace", s.lease_namespace)):
-        if value and not _DNS_LABEL.match(value):
+        if value and not DNS_LABEL.match(value):
             raise ConfigError(f"{name}={value}: not a namespace name (lower-case letters, digits and '-')")
-    if not _DNS_LABEL.match(s.instance) or len(s.instance) > 40:
+    if not DNS_LABEL.match(s.instance) or len(s.instance) > 40:
         raise ConfigError(
             f"--instance={s.instance}: not usable in object names (at most 40 lower-case letters, digits "
             "and '-', starting and ending with a letter or digit)"
@@ -394,49 +400,6 @@ def validate(s: Settings) -> None:
         group.validate(s.options(group))
     if s.options(source_table.COMMON).create_ptr and "PTR" not in s.managed_record_types:
         raise ConfigError("--create-ptr requires PTR in --managed-record-types (as in external-dns)")
-
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_LABEL = re.compile(r"^(\*|[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)$")
-
-
-def _validate_domain(name: str, domain: str) -> None:
-    """A --domain-filter/--exclude-domains value: a DNS name, a leading `.` allowed (external-dns's
-    "subdomains only" form)."""
-    text = domain.strip().lower().rstrip(".")
-    text = text[1:] if text.startswith(".") else text
-    labels = text.split(".")
-    bad = not text or len(text) > 253 or not all(_LABEL.match(label) for label in labels)
-    if bad:
-        raise ConfigError(
-            f"{name}={domain}: not a domain name (dot-separated labels of letters, digits and '-', "
-            "none empty, e.g. example.com)"
-        )
-
-
-def _validate_selectors(s: Settings) -> None:
-    for name, text, for_annotations in (
-        ("--label-filter", s.label_filter, False),
-        ("--annotation-filter", s.annotation_filter, True),
-    ):
-        try:
-            parse_selector(text, for_annotations=for_annotations)
-        except SelectorError as exc:
-            raise ConfigError(
-                f"{name}={text}: not a valid selector ({exc}); write it as a kubectl -l selector, "
-                "e.g. app=web,tier in (a,b)"
-            ) from None
-
-
-def _validate_address(address: str) -> None:
-    try:
-        _, port = parse_address(address)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise ConfigError(
-            f"--metrics-address={address}: not HOST:PORT or :PORT with a port from 0 to 65535, e.g. :7979"
-        )
 
 
 def settings_fields() -> list[str]:

@@ -304,7 +304,7 @@ def main(args: argparse.Namespace) -> int:
         return _fail(str(exc), ENVIRONMENT)
     except (config.ConfigError, ValueError) as exc:
         return _fail(str(exc), USAGE)
-    logs.setup(settings.identity, settings.log_level)
+    logs.setup(settings.identity, settings.log_level, settings.log_format)
     debug = settings.log_level == "debug"
     try:
         replica, server = _build(settings)
