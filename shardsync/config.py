@@ -54,6 +54,7 @@ class Settings:
     txt_prefix: str = ""
     txt_suffix: str = ""
     txt_wildcard_replacement: str = ""
+    migrate_from_txt_owner: str = ""
     dry_run: bool = False
     once: bool = False
     interval: float = DEFAULT_INTERVAL
@@ -134,6 +135,11 @@ FLAGS: tuple[Flag, ...] = (
         "txt_wildcard_replacement",
         "label that replaces '*' in TXT ownership record names",
         external_dns="--txt-wildcard-replacement",
+    ),
+    Flag(
+        "migrate_from_txt_owner",
+        "old owner id: its records become ours and their TXT records are rewritten to --txt-owner-id",
+        external_dns="--migrate-from-txt-owner",
     ),
     Flag("dry_run", "plan and log changes, write nothing", switch=True, external_dns="--dry-run"),
     Flag("once", "reconcile every owned zone once, then exit", switch=True, external_dns="--once"),
@@ -370,6 +376,10 @@ def validate(s: Settings) -> None:
         raise ConfigError(f"--provider: unknown {s.provider} (choose from {', '.join(PROVIDERS)})")
     if s.txt_prefix and s.txt_suffix:
         raise ConfigError("--txt-prefix and --txt-suffix are mutually exclusive")
+    if s.migrate_from_txt_owner and s.registry != "txt":
+        raise ConfigError("--migrate-from-txt-owner needs --registry=txt: only TXT records name an owner")
+    if s.migrate_from_txt_owner == s.txt_owner_id:
+        raise ConfigError("--migrate-from-txt-owner is --txt-owner-id itself: there is nothing to migrate")
     if s.interval <= 0:
         raise ConfigError("--interval must be positive")
     if s.concurrency < 1:

@@ -252,6 +252,7 @@ def registry_for(settings: config.Settings) -> Registry:
         suffix=settings.txt_suffix,
         wildcard_replacement=settings.txt_wildcard_replacement,
         managed_types=managed_types(settings),
+        old_owner_id=settings.migrate_from_txt_owner,
     )
 
 
