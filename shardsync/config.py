@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
+from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
 from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
@@ -72,6 +73,9 @@ class Settings:
     exclude_record_types: tuple[str, ...] = ()
     # the cluster and this replica
     kubeconfig: str = ""
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    kube_api_qps: int = DEFAULT_QPS
+    kube_api_burst: int = DEFAULT_BURST
     identity: str = ""
     lease_namespace: str = "default"
     instance: str = "shardsync"
@@ -203,6 +207,24 @@ FLAGS: tuple[Flag, ...] = (
         "kubeconfig",
         "kubeconfig file (default: in-cluster, else ~/.kube/config)",
         external_dns="--kubeconfig",
+    ),
+    Flag(
+        "request_timeout",
+        "timeout of one Kubernetes API request (not of a watch); 0s: none",
+        kind=duration,
+        external_dns="--request-timeout",
+    ),
+    Flag(
+        "kube_api_qps",
+        "requests a second to the Kubernetes API (client-side token bucket, watches included)",
+        kind=int,
+        external_dns="--kube-api-qps",
+    ),
+    Flag(
+        "kube_api_burst",
+        "requests to the Kubernetes API allowed at once above --kube-api-qps",
+        kind=int,
+        external_dns="--kube-api-burst",
     ),
     Flag("identity", "this replica's identity (default: $POD_NAME, else the host name)"),
     Flag(
@@ -382,6 +404,9 @@ def validate(s: Settings) -> None:
         raise ConfigError("--migrate-from-txt-owner is --txt-owner-id itself: there is nothing to migrate")
     if s.interval <= 0:
         raise ConfigError("--interval must be positive")
+    if s.kube_api_qps <= 0 or s.kube_api_burst <= 0:  # external-dns's messages
+        flag = "--kube-api-qps" if s.kube_api_qps <= 0 else "--kube-api-burst"
+        raise ConfigError(f"{flag} must be greater than 0")
     if s.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
     if s.weight < 1:

@@ -31,6 +31,7 @@ from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube, KubeconfigError
+from shardsync.kube_limits import ClientLimits
 from shardsync.logs import get_logger
 from shardsync.noop_registry import NoopRegistry
 from shardsync.notify import Notifier
@@ -349,7 +350,8 @@ def _exit_now(code: int) -> NoReturn:
 def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
     """The replica's parts, before any runs: the kubeconfig is loaded and the metrics port bound now, so
     either failing is one line before anything starts."""
-    kube = Kube.connect(settings.kubeconfig, settings.identity)
+    limits = ClientLimits(settings.kube_api_qps, settings.kube_api_burst, settings.request_timeout)
+    kube = Kube.connect(settings.kubeconfig, settings.identity, limits)
     ownership = ownership_for(settings, kube)
     kind = PROVIDERS[settings.provider]
     provider = kind.create(settings.options(kind.flags), settings.identity)
