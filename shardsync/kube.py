@@ -179,7 +179,7 @@ class _Transport:
     ) -> Any:
         """Send one request and return the raw urllib3 response; ApiException on a non-2xx answer."""
         try:
-            self.limits.throttle(timeout)
+            self.limits.throttle(path, timeout)
         except Throttled as exc:
             raise KubeError(429, str(exc)) from None
         headers = {"Accept": "application/json"}

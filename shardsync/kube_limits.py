@@ -8,6 +8,11 @@ goes through it, watches included, as in client-go. A call that carries its own 
 the assignment) never waits longer than that deadline for a token: like client-go's `Wait(ctx)`, it fails
 at once instead (KubeError 429), and its caller's own retry takes over.
 
+shardsync's own coordination (the member and coordinator Leases, the assignment ConfigMap, the StatefulSet
+read when a replica leaves: nothing external-dns ever calls) has a bucket of its own with the same qps and
+burst, as client-go controllers give leader election a client of its own: a burst of source reads or
+Events never delays a lease renewal.
+
 `ClientLimits.timeout` turns a call's timeout into urllib3's (connect, read) pair: a call without one gets
 `--request-timeout` (default 30s, 0 = none), one with its own keeps it but never exceeds a non-zero
 `--request-timeout` (client-go's client timeout bounds every request). A watch keeps its own read timeout
@@ -77,6 +82,18 @@ class TokenBucket:
             self._sleep(delay)
 
 
+COORDINATION = frozenset({"leases", "configmaps", "statefulsets"})
+
+
+def plural(path: str) -> str:
+    """The resource of a REST path (`/api/v1/namespaces/ns/configmaps/x` → `configmaps`)."""
+    parts = path.strip("/").split("/")
+    at = 2 if parts[0] == "api" else 3
+    if len(parts) > at + 1 and parts[at] == "namespaces":
+        at += 2
+    return parts[at] if len(parts) > at else ""
+
+
 class ClientLimits:
     """The rate limiter and request timeout of one client; the default is neither throttled nor changed
     from shardsync's own timeouts (tests and tools build clients without flags)."""
@@ -85,12 +102,14 @@ class ClientLimits:
         self, qps: float = 0, burst: int = 0, request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     ) -> None:
         self.bucket = TokenBucket(qps, burst) if qps > 0 else None
+        self.coordination = TokenBucket(qps, burst) if qps > 0 else None
         self.request_timeout = request_timeout
 
-    def throttle(self, timeout: tuple[float, float | None] | None = None) -> None:
-        """Wait for a token (at most the call's own read timeout, when it has one)."""
-        if self.bucket is not None:
-            self.bucket.wait(timeout[1] if timeout is not None else None)
+    def throttle(self, path: str, timeout: tuple[float, float | None] | None = None) -> None:
+        """Wait for a token of the path's bucket (at most the call's own read timeout, when it has one)."""
+        bucket = self.coordination if plural(path) in COORDINATION else self.bucket
+        if bucket is not None:
+            bucket.wait(timeout[1] if timeout is not None else None)
 
     def timeout(self, own: tuple[float, float] | None) -> Pair:
         """The (connect, read) timeout of a call (see the module docstring); read None is no timeout."""

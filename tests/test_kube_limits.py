@@ -8,7 +8,7 @@ import time
 import pytest
 
 from shardsync.kube import BlockingKube, KubeError, load_api_client
-from shardsync.kube_limits import REQUEST_TIMEOUT, ClientLimits, Throttled, TokenBucket, as_pair
+from shardsync.kube_limits import REQUEST_TIMEOUT, ClientLimits, Throttled, TokenBucket, as_pair, plural
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import LEASES
 from tests.test_config import FAKE, parse
@@ -44,6 +44,20 @@ def test_a_call_with_a_deadline_never_waits_past_it() -> None:
         bucket.wait(max_wait=0.5)  # the next token is a second away
     bucket.wait(max_wait=2.0)  # nothing was taken by the refused call: this one waits one second
     assert clock.slept == [1.0]
+
+
+def test_coordination_has_a_bucket_of_its_own() -> None:
+    """Source reads and Events never delay a lease renewal (client-go's separate leader-election client)."""
+    assert plural("/apis/coordination.k8s.io/v1/namespaces/dns/leases/shardsync-0") == "leases"
+    assert plural("/api/v1/namespaces/dns/configmaps/shardsync") == "configmaps"
+    assert plural("/api/v1/services") == "services"
+    assert plural("/api/v1/nodes/leases") == "nodes"  # an object's name is not its resource
+    assert plural("/apis/apps/v1/namespaces/dns/statefulsets/shardsync") == "statefulsets"
+    limits = ClientLimits(qps=0.001, burst=1)
+    limits.throttle("/api/v1/namespaces/dns/events")
+    with pytest.raises(Throttled):
+        limits.throttle("/api/v1/services", (1.0, 1.0))
+    limits.throttle("/apis/coordination.k8s.io/v1/namespaces/dns/leases/x", (1.0, 1.0))  # not waiting
 
 
 def test_timeouts() -> None:
