@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
+from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
+from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
-from shardsync.selectors import SelectorError, parse_selector
-from shardsync.server import parse_address
 from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
 from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
 from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
@@ -55,6 +55,7 @@ class Settings:
     txt_prefix: str = ""
     txt_suffix: str = ""
     txt_wildcard_replacement: str = ""
+    migrate_from_txt_owner: str = ""
     dry_run: bool = False
     once: bool = False
     interval: float = DEFAULT_INTERVAL
@@ -72,11 +73,15 @@ class Settings:
     exclude_record_types: tuple[str, ...] = ()
     # the cluster and this replica
     kubeconfig: str = ""
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    kube_api_qps: int = DEFAULT_QPS
+    kube_api_burst: int = DEFAULT_BURST
     identity: str = ""
     lease_namespace: str = "default"
     instance: str = "shardsync"
     metrics_address: str = ":7979"
     log_level: str = "info"
+    log_format: str = "text"
     # sharding
     sharding: bool = True
     lease_duration: float = DEFAULT_LEASE_DURATION
@@ -134,6 +139,11 @@ FLAGS: tuple[Flag, ...] = (
         "txt_wildcard_replacement",
         "label that replaces '*' in TXT ownership record names",
         external_dns="--txt-wildcard-replacement",
+    ),
+    Flag(
+        "migrate_from_txt_owner",
+        "old owner id: its records become ours and their TXT records are rewritten to --txt-owner-id",
+        external_dns="--migrate-from-txt-owner",
     ),
     Flag("dry_run", "plan and log changes, write nothing", switch=True, external_dns="--dry-run"),
     Flag("once", "reconcile every owned zone once, then exit", switch=True, external_dns="--once"),
@@ -198,6 +208,24 @@ FLAGS: tuple[Flag, ...] = (
         "kubeconfig file (default: in-cluster, else ~/.kube/config)",
         external_dns="--kubeconfig",
     ),
+    Flag(
+        "request_timeout",
+        "timeout of one Kubernetes API request (not of a watch); 0s: none",
+        kind=duration,
+        external_dns="--request-timeout",
+    ),
+    Flag(
+        "kube_api_qps",
+        "requests a second to the Kubernetes API (client-side token bucket, watches included)",
+        kind=int,
+        external_dns="--kube-api-qps",
+    ),
+    Flag(
+        "kube_api_burst",
+        "requests to the Kubernetes API allowed at once above --kube-api-qps",
+        kind=int,
+        external_dns="--kube-api-burst",
+    ),
     Flag("identity", "this replica's identity (default: $POD_NAME, else the host name)"),
     Flag(
         "lease_namespace",
@@ -214,6 +242,12 @@ FLAGS: tuple[Flag, ...] = (
         "debug, info, warning or error",
         choices=("debug", "info", "warning", "error"),
         external_dns="--log-level",
+    ),
+    Flag(
+        "log_format",
+        "text (logfmt key=value lines) or json (one JSON object per line, same keys)",
+        choices=LOG_FORMATS,
+        external_dns="--log-format",
     ),
     Flag("sharding", "on: every replica syncs its own zones; off: only the coordinator syncs", kind=boolean),
     Flag("lease_duration", "member and coordinator lease duration", kind=duration),
@@ -364,8 +398,15 @@ def validate(s: Settings) -> None:
         raise ConfigError(f"--provider: unknown {s.provider} (choose from {', '.join(PROVIDERS)})")
     if s.txt_prefix and s.txt_suffix:
         raise ConfigError("--txt-prefix and --txt-suffix are mutually exclusive")
+    if s.migrate_from_txt_owner and s.registry != "txt":
+        raise ConfigError("--migrate-from-txt-owner needs --registry=txt: only TXT records name an owner")
+    if s.migrate_from_txt_owner == s.txt_owner_id:
+        raise ConfigError("--migrate-from-txt-owner is --txt-owner-id itself: there is nothing to migrate")
     if s.interval <= 0:
         raise ConfigError("--interval must be positive")
+    if s.kube_api_qps <= 0 or s.kube_api_burst <= 0:  # external-dns's messages
+        flag = "--kube-api-qps" if s.kube_api_qps <= 0 else "--kube-api-burst"
+        raise ConfigError(f"{flag} must be greater than 0")
     if s.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
     if s.weight < 1:
@@ -374,15 +415,15 @@ def validate(s: Settings) -> None:
         raise ConfigError("--renew-interval must be positive and shorter than --lease-duration")
     if not s.identity:
         raise ConfigError("no identity: set --identity or POD_NAME")
-    _validate_selectors(s)
+    validate_selectors(s.label_filter, s.annotation_filter)
     for name, domains in (("--domain-filter", s.domain_filter), ("--exclude-domains", s.exclude_domains)):
         for domain in domains:
-            _validate_domain(name, domain)
-    _validate_address(s.metrics_address)
+            validate_domain(name, domain)
+    validate_address(s.metrics_address)
     for name, value in (("--namespace", s.namespace), ("--lease-namespace", s.lease_namespace)):
-        if value and not _DNS_LABEL.match(value):
+        if value and not DNS_LABEL.match(value):
             raise ConfigError(f"{name}={value}: not a namespace name (lower-case letters, digits and '-')")
-    if not _DNS_LABEL.match(s.instance) or len(s.instance) > 40:
+    if not DNS_LABEL.match(s.instance) or len(s.instance) > 40:
         raise ConfigError(
             f"--instance={s.instance}: not usable in object names (at most 40 lower-case letters, digits "
             "and '-', starting and ending with a letter or digit)"
@@ -394,49 +435,6 @@ def validate(s: Settings) -> None:
         group.validate(s.options(group))
     if s.options(source_table.COMMON).create_ptr and "PTR" not in s.managed_record_types:
         raise ConfigError("--create-ptr requires PTR in --managed-record-types (as in external-dns)")
-
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-_LABEL = re.compile(r"^(\*|[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)$")
-
-
-def _validate_domain(name: str, domain: str) -> None:
-    """A --domain-filter/--exclude-domains value: a DNS name, a leading `.` allowed (external-dns's
-    "subdomains only" form)."""
-    text = domain.strip().lower().rstrip(".")
-    text = text[1:] if text.startswith(".") else text
-    labels = text.split(".")
-    bad = not text or len(text) > 253 or not all(_LABEL.match(label) for label in labels)
-    if bad:
-        raise ConfigError(
-            f"{name}={domain}: not a domain name (dot-separated labels of letters, digits and '-', "
-            "none empty, e.g. example.com)"
-        )
-
-
-def _validate_selectors(s: Settings) -> None:
-    for name, text, for_annotations in (
-        ("--label-filter", s.label_filter, False),
-        ("--annotation-filter", s.annotation_filter, True),
-    ):
-        try:
-            parse_selector(text, for_annotations=for_annotations)
-        except SelectorError as exc:
-            raise ConfigError(
-                f"{name}={text}: not a valid selector ({exc}); write it as a kubectl -l selector, "
-                "e.g. app=web,tier in (a,b)"
-            ) from None
-
-
-def _validate_address(address: str) -> None:
-    try:
-        _, port = parse_address(address)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise ConfigError(
-            f"--metrics-address={address}: not HOST:PORT or :PORT with a port from 0 to 65535, e.g. :7979"
-        )
 
 
 def settings_fields() -> list[str]:

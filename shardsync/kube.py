@@ -34,16 +34,12 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from shardsync import __version__
 from shardsync.kube_health import ApiHealth
+from shardsync.kube_limits import REQUEST_TIMEOUT, ClientLimits, Pair, Throttled, Timeout, as_pair
 from shardsync.objects import Obj, Resource
 
 P = ParamSpec("P")
 R = TypeVar("R")
 PatchType = Literal["merge", "strategic", "json"]
-Timeout = float | tuple[float, float]
-
-# (connect, read) seconds for ordinary calls; a watch sets its own read timeout.
-REQUEST_TIMEOUT = (5.0, 30.0)
-
 _PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -163,20 +159,13 @@ def _query(
     return query
 
 
-def _timeout(timeout: Timeout | None) -> tuple[float, float]:
-    if timeout is None:
-        return REQUEST_TIMEOUT
-    if isinstance(timeout, tuple):
-        return timeout
-    return (timeout, timeout)
-
-
 class _Transport:
     """Blocking HTTP requests through the client's ApiClient (auth, TLS, proxies, token refresh)."""
 
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(self, api_client: k8s.ApiClient, limits: ClientLimits | None = None) -> None:
         self.api_client = api_client
         self.health = ApiHealth()
+        self.limits = limits or ClientLimits()  # --kube-api-qps/--kube-api-burst, --request-timeout
 
     def open(
         self,
@@ -186,9 +175,13 @@ class _Transport:
         query: list[tuple[str, Any]] | None = None,
         body: Any = None,
         content_type: str = "",
-        timeout: tuple[float, float] = REQUEST_TIMEOUT,
+        timeout: Pair = REQUEST_TIMEOUT,
     ) -> Any:
         """Send one request and return the raw urllib3 response; ApiException on a non-2xx answer."""
+        try:
+            self.limits.throttle(path, timeout)
+        except Throttled as exc:
+            raise KubeError(429, str(exc)) from None
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
@@ -215,6 +208,7 @@ class _Transport:
 
     def request(self, method: str, path: str, **kwargs: Any) -> Obj:
         """`open` and parse the answer; KubeError on any failure."""
+        kwargs["timeout"] = self.limits.timeout(kwargs.get("timeout"))
         try:
             data = self.open(method, path, **kwargs).data
         except _TRANSIENT as exc:
@@ -235,9 +229,9 @@ class BlockingKube:
     """The verbs, blocking the calling thread: for commands and tools without an event loop, and the body
     of every `Kube` call (which runs them in a worker thread)."""
 
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(self, api_client: k8s.ApiClient, limits: ClientLimits | None = None) -> None:
         self.api_client = api_client
-        self.transport = _Transport(api_client)
+        self.transport = _Transport(api_client, limits)
 
     @classmethod
     def connect(cls, kubeconfig: str = "", user_agent: str = "") -> BlockingKube:
@@ -253,7 +247,7 @@ class BlockingKube:
         """One object; None when it does not exist (404), KubeError on any other failure."""
         try:
             return self.transport.request(
-                "GET", resource.path(namespace, name), timeout=_timeout(request_timeout)
+                "GET", resource.path(namespace, name), timeout=as_pair(request_timeout)
             )
         except KubeError as exc:
             if exc.not_found:
@@ -275,7 +269,7 @@ class BlockingKube:
             "GET",
             resource.path(namespace),
             query=_query(label_selector, field_selector, limit),
-            timeout=_timeout(request_timeout),
+            timeout=as_pair(request_timeout),
         )
 
     def create(
@@ -320,7 +314,7 @@ class BlockingKube:
         self, method: str, path: str, body: Any, request_timeout: Timeout | None, content_type: str = ""
     ) -> Obj:
         return self.transport.request(
-            method, path, body=body, content_type=content_type, timeout=_timeout(request_timeout)
+            method, path, body=body, content_type=content_type, timeout=as_pair(request_timeout)
         )
 
 
@@ -342,17 +336,17 @@ class Kube:
 
     _health: ApiHealth | None = None
 
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    def __init__(self, api_client: k8s.ApiClient, limits: ClientLimits | None = None) -> None:
         self.api_client = api_client
-        self._blocking = BlockingKube(api_client)
+        self._blocking = BlockingKube(api_client, limits)
         self._health = self._blocking.transport.health
         # Short calls get their own thread budget, so long watches can never starve lease renewals.
         self._calls = anyio.CapacityLimiter(16)
 
     @classmethod
-    def connect(cls, kubeconfig: str = "", identity: str = "") -> Kube:
+    def connect(cls, kubeconfig: str = "", identity: str = "", limits: ClientLimits | None = None) -> Kube:
         agent = f"shardsync/{__version__} ({identity})" if identity else ""
-        return cls(load_api_client(kubeconfig, agent))
+        return cls(load_api_client(kubeconfig, agent), limits)
 
     @property
     def health(self) -> ApiHealth:

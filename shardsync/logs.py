@@ -1,13 +1,16 @@
 """Structured logging: one line per event, `key=value` pairs, with the replica identity on every line.
 
-Call `setup(identity=..., level=...)` once at start-up, then log through `get_logger(__name__)`:
+Call `setup(identity=..., level=..., fmt=...)` once at start-up, then log through `get_logger(__name__)`:
 `log.info("zone synced", zone=z, generation=g, changes=3)`. Values with spaces or quotes are quoted so a
-line stays machine-parseable (logfmt).
+line stays machine-parseable (logfmt, `--log-format=text`). `--log-format=json` (external-dns's flag)
+writes the same keys as one JSON object per line; numbers and booleans stay JSON numbers and booleans.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import sys
 import time
 from typing import Any
@@ -22,22 +25,46 @@ def _quote(value: object) -> str:
     return text
 
 
+LOG_FORMATS = ("text", "json")
+
+
+def _fields(formatter: logging.Formatter, record: logging.LogRecord) -> dict[str, Any]:
+    """A record's keys, in order: ts, level, logger, replica, event, the call's fields, error."""
+    ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+    fields: dict[str, Any] = {
+        "ts": f"{ts}.{int(record.msecs):03d}Z",
+        "level": record.levelname.lower(),
+        "logger": record.name,
+        "replica": _identity,
+        "event": record.getMessage(),
+    }
+    fields.update(getattr(record, "kv", {}))
+    if record.exc_info:
+        fields["error"] = formatter.formatException(record.exc_info).splitlines()[-1]
+    return fields
+
+
 class LogfmtFormatter(logging.Formatter):
     """Renders a record as `ts=… level=… logger=… replica=… event="…" k=v …`."""
 
     def format(self, record: logging.LogRecord) -> str:
-        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-        fields: dict[str, Any] = {
-            "ts": f"{ts}.{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "replica": _identity,
-            "event": record.getMessage(),
-        }
-        fields.update(getattr(record, "kv", {}))
-        if record.exc_info:
-            fields["error"] = self.formatException(record.exc_info).splitlines()[-1]
-        return " ".join(f"{k}={_quote(v)}" for k, v in fields.items())
+        return " ".join(f"{k}={_quote(v)}" for k, v in _fields(self, record).items())
+
+
+def _json_value(value: object) -> object:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
+
+
+class JsonFormatter(logging.Formatter):
+    """Renders a record as one JSON object with the keys LogfmtFormatter writes."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = {k: _json_value(v) for k, v in _fields(self, record).items()}
+        return json.dumps(fields, ensure_ascii=False, allow_nan=False, default=str)
 
 
 class KVLogger:
@@ -69,12 +96,12 @@ def get_logger(name: str) -> KVLogger:
     return KVLogger(name)
 
 
-def setup(identity: str = "-", level: str = "info") -> None:
-    """Send shardsync's logs to stderr in logfmt; quieten the kubernetes client's own chatter."""
+def setup(identity: str = "-", level: str = "info", fmt: str = "text") -> None:
+    """Send shardsync's logs to stderr, as logfmt (`text`) or `json`; quieten the kubernetes client."""
     global _identity
     _identity = identity
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LogfmtFormatter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else LogfmtFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -21,6 +21,10 @@ As external-dns v0.22: an A alias record (`alias` "true" or "A") whose TXT recor
 name it had before v0.22 stays ours through it (its `a-` record is added), and no TXT record is written
 under a name with a label over 63 characters (a create there is skipped: README, "Differences").
 
+`--migrate-from-txt-owner` (external-dns's `old_owner_id`): a record whose TXT record names that old owner id
+reads as ours, and its TXT record is rewritten to our owner id on the next reconcile (external-dns forces an
+update of the record to the same end); an old owner's TXT record is also ours to delete or overwrite.
+
 TXT record encryption (`--txt-encrypt-enabled`) is not supported: an encrypted ownership record does not
 parse, so its record reads as unowned and is never touched.
 """
@@ -107,6 +111,8 @@ class ZoneView:
     # (legacy TXT name, set identifier) -> keys of the non-AAAA records it may label; only TXT records
     # whose name parses as untyped count, so a typed record is never mistaken for a legacy one
     legacy_users: dict[TxtKey, list[Key]]
+    # records whose typed TXT record names the --migrate-from-txt-owner id: that TXT record is rewritten
+    migrations: list[Endpoint] = field(default_factory=list)
 
 
 class Registry(Protocol):
@@ -127,7 +133,7 @@ class Registry(Protocol):
 class TxtRegistry:
     """external-dns's TXT registry for one owner id, as pure functions over a zone's records."""
 
-    __slots__ = ("managed_types", "mapper", "owner_id")
+    __slots__ = ("managed_types", "mapper", "old_owner_id", "owner_id")
 
     def __init__(
         self,
@@ -137,10 +143,12 @@ class TxtRegistry:
         wildcard_replacement: str = "",
         managed_types: Collection[str] = DEFAULT_MANAGED_TYPES,
         exclude_types: Collection[str] = (),
+        old_owner_id: str = "",
     ) -> None:
         if not owner_id:
             raise RegistryConfigError("owner id cannot be empty")
         self.owner_id = owner_id
+        self.old_owner_id = old_owner_id if old_owner_id != owner_id else ""
         self.mapper = TxtNameMapper(prefix, suffix, wildcard_replacement)
         # external-dns's IsManagedRecord: managed and not excluded (--exclude-record-types wins)
         self.managed_types = frozenset(t.upper() for t in managed_types) - {t.upper() for t in exclude_types}
@@ -176,6 +184,7 @@ class TxtRegistry:
         foreign_rows: dict[tuple[str, str], str] = {}
         owner_by_key: dict[Key, str] = {}
         upgrades: list[Endpoint] = []
+        migrations: list[Endpoint] = []
         legacy_users: dict[TxtKey, list[Key]] = {}
         replacement = self.mapper.wildcard_replacement
         for ep in endpoints:
@@ -202,9 +211,14 @@ class TxtRegistry:
                     labels={**ep.labels, **labels},
                     provider_specific=ep.provider_specific,
                 )
+            migrated = bool(self.old_owner_id) and ep.labels.get(OWNER_LABEL) == self.old_owner_id
+            if migrated:  # external-dns's Records(): the old owner's records are relabelled ours
+                ep = ep.with_labels(**{OWNER_LABEL: self.owner_id})
             current.append(ep)
             key = (ep.dns_name, rtype, set_id)
             owner = ep.labels.get(OWNER_LABEL, "")
+            if migrated and typed and rtype in self.managed_types:
+                migrations.append(ep)
             owner_by_key[key] = owner
             managed = rtype in self.managed_types
             if managed and owner != self.owner_id:
@@ -227,7 +241,7 @@ class TxtRegistry:
                 and txt_name_fits(typed_name)
             ):
                 upgrades.append(ep)
-        return ZoneView(current, txts, foreign_rows, owner_by_key, upgrades, legacy_users)
+        return ZoneView(current, txts, foreign_rows, owner_by_key, upgrades, legacy_users, migrations)
 
     def to_current(self, records: Iterable[Endpoint]) -> list[Endpoint]:
         """The zone's endpoints labelled with their owner and resource; ownership TXT records left out."""
@@ -263,7 +277,8 @@ class TxtRegistry:
 
     def _txt_owned(self, txt: Endpoint) -> bool:
         labels = parse_labels(txt.targets[0]) if txt.targets else None
-        return labels is not None and labels.get(OWNER_LABEL) == self.owner_id
+        owner = labels.get(OWNER_LABEL) if labels is not None else None
+        return owner is not None and owner in (self.owner_id, self.old_owner_id or self.owner_id)
 
     def with_ownership(self, changes: Changes, view: ZoneView | None = None) -> OwnershipResult:
         """`changes` restricted to what we may do, plus the TXT changes that keep ownership in step.
@@ -345,6 +360,10 @@ class TxtRegistry:
             for ep in view.upgrades:
                 if ep.key not in deleted and ep.key not in handled:
                     out.create.append(self.ownership_record(ep))
+            for ep in view.migrations:
+                if ep.key not in deleted and ep.key not in handled:
+                    txt = self.ownership_record(ep)
+                    self._put_txt(out, txt, txts.get((txt.dns_name, txt.set_identifier)))
             if deleted:
                 for (legacy_name, set_id), users in view.legacy_users.items():
                     stored = txts[(legacy_name, set_id)]

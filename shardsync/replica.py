@@ -31,6 +31,7 @@ from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube, KubeconfigError
+from shardsync.kube_limits import ClientLimits
 from shardsync.logs import get_logger
 from shardsync.noop_registry import NoopRegistry
 from shardsync.notify import Notifier
@@ -252,6 +253,7 @@ def registry_for(settings: config.Settings) -> Registry:
         suffix=settings.txt_suffix,
         wildcard_replacement=settings.txt_wildcard_replacement,
         managed_types=managed_types(settings),
+        old_owner_id=settings.migrate_from_txt_owner,
     )
 
 
@@ -304,7 +306,7 @@ def main(args: argparse.Namespace) -> int:
         return _fail(str(exc), ENVIRONMENT)
     except (config.ConfigError, ValueError) as exc:
         return _fail(str(exc), USAGE)
-    logs.setup(settings.identity, settings.log_level)
+    logs.setup(settings.identity, settings.log_level, settings.log_format)
     debug = settings.log_level == "debug"
     try:
         replica, server = _build(settings)
@@ -348,7 +350,8 @@ def _exit_now(code: int) -> NoReturn:
 def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
     """The replica's parts, before any runs: the kubeconfig is loaded and the metrics port bound now, so
     either failing is one line before anything starts."""
-    kube = Kube.connect(settings.kubeconfig, settings.identity)
+    limits = ClientLimits(settings.kube_api_qps, settings.kube_api_burst, settings.request_timeout)
+    kube = Kube.connect(settings.kubeconfig, settings.identity, limits)
     ownership = ownership_for(settings, kube)
     kind = PROVIDERS[settings.provider]
     provider = kind.create(settings.options(kind.flags), settings.identity)

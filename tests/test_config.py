@@ -123,3 +123,22 @@ def test_secret_is_not_in_repr_and_reads_from_file(tmp_path: pytest.TempPathFact
         ]
     )
     assert "hidden" not in repr(s2)
+
+
+RFC2136 = ["--provider=rfc2136", "--rfc2136-host=127.0.0.1", "--rfc2136-zone=ex.com"]
+
+
+def test_rfc2136_axfr_flags_are_always_on_and_false_is_refused() -> None:
+    """external-dns lists zones only with --rfc2136-axfr/--rfc2136-tsig-axfr (default false); shardsync
+    always does (README, "Differences"), so true is accepted and false refused with the reason."""
+    options = parse(RFC2136).options(rfc2136.FLAGS)
+    assert (options.axfr, options.tsig_axfr) == (True, True)
+    for flag in ("--rfc2136-tsig-axfr", "--rfc2136-tsig-axfr=true", "--rfc2136-axfr"):
+        assert parse([*RFC2136, flag]).options(rfc2136.FLAGS).tsig_axfr is True
+    for argv, env in (
+        (["--rfc2136-tsig-axfr=false"], {}),
+        (["--no-rfc2136-axfr"], {}),
+        ([], {"EXTERNAL_DNS_RFC2136_TSIG_AXFR": "false"}),
+    ):
+        with pytest.raises(ConfigError, match="cannot run without listing zones by AXFR"):
+            parse([*RFC2136, *argv], {"POD_NAME": "shardsync-0", **env})

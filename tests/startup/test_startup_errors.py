@@ -131,10 +131,10 @@ def test_bad_domain(files: dict[str, str], flag: str, value: str) -> None:
 
 
 def test_good_domains_are_accepted() -> None:
-    from shardsync.config import _validate_domain
+    from shardsync.config_checks import validate_domain
 
     for domain in ("example.com", ".example.com", "Example.COM.", "*.a.example.com", "_tcp.a.com", "com"):
-        _validate_domain("--domain-filter", domain)
+        validate_domain("--domain-filter", domain)
 
 
 def test_bad_duration(files: dict[str, str]) -> None:

@@ -29,6 +29,10 @@ class Rfc2136Options:
     min_ttl: float = 0.0
     batch_change_size: int = 50
     timeout: float = 10.0
+    # external-dns lists zones by AXFR only with one of these (both default false there); shardsync always
+    # does (README, "Differences"): true is what it does, false is refused
+    axfr: bool = True
+    tsig_axfr: bool = True
 
     def secret(self) -> str:
         """The TSIG secret from the flag/environment, else read from the file (never logged)."""
@@ -47,6 +51,12 @@ def _validate(o: Rfc2136Options) -> None:
         raise ConfigError("--rfc2136-batch-change-size must be at least 1")
     if not 0 < o.port <= 65535:
         raise ConfigError(f"--rfc2136-port={o.port}: not a port (1 to 65535)")
+    for name, on in (("--rfc2136-axfr", o.axfr), ("--rfc2136-tsig-axfr", o.tsig_axfr)):
+        if not on:
+            raise ConfigError(
+                f"{name}=false: shardsync cannot run without listing zones by AXFR "
+                "(it plans and fences from what is there); drop the flag"
+            )
     _validate_tsig(o)
 
 
@@ -143,6 +153,20 @@ FLAGS = FlagGroup(
             external_dns="--rfc2136-batch-change-size",
         ),
         Flag("timeout", "timeout of one DNS exchange", kind=duration, flag="rfc2136-timeout"),
+        Flag(
+            "axfr",
+            "list zones by AXFR, TSIG-signed when a key is set (always on: false is refused)",
+            switch=True,
+            flag="rfc2136-axfr",
+            external_dns="--rfc2136-axfr",
+        ),
+        Flag(
+            "tsig_axfr",
+            "external-dns's older name of --rfc2136-axfr (always on: false is refused)",
+            switch=True,
+            flag="rfc2136-tsig-axfr",
+            external_dns="--rfc2136-tsig-axfr",
+        ),
     ),
     _validate,
 )

@@ -1,0 +1,119 @@
+"""Client-side limits of shardsync's Kubernetes client: external-dns's `--kube-api-qps`, `--kube-api-burst`
+and `--request-timeout`, with client-go's meaning.
+
+`TokenBucket` is client-go's default rate limiter (flowcontrol's token bucket over x/time/rate): it starts
+full with `burst` tokens and refills at `qps` per second; a request takes a token, or waits its turn for
+the next one (waiters queue in order). Every request of a `Kube`/`BlockingKube` built with `ClientLimits`
+goes through it, watches included, as in client-go. A call that carries its own deadline (lease renewals,
+the assignment) never waits longer than that deadline for a token: like client-go's `Wait(ctx)`, it fails
+at once instead (KubeError 429), and its caller's own retry takes over.
+
+shardsync's own coordination (the member and coordinator Leases, the assignment ConfigMap, the StatefulSet
+read when a replica leaves: nothing external-dns ever calls) has a bucket of its own with the same qps and
+burst, as client-go controllers give leader election a client of its own: a burst of source reads or
+Events never delays a lease renewal.
+
+`ClientLimits.timeout` turns a call's timeout into urllib3's (connect, read) pair: a call without one gets
+`--request-timeout` (default 30s, 0 = none), one with its own keeps it but never exceeds a non-zero
+`--request-timeout` (client-go's client timeout bounds every request). A watch keeps its own read timeout
+(the server ends it first), as external-dns does for its watches.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+Timeout = float | tuple[float, float]
+Pair = tuple[float, float | None]
+
+CONNECT_TIMEOUT = 5.0
+DEFAULT_REQUEST_TIMEOUT = 30.0  # external-dns's --request-timeout
+DEFAULT_QPS = 5  # client-go's rest.DefaultQPS, external-dns's --kube-api-qps
+DEFAULT_BURST = 10  # client-go's rest.DefaultBurst, external-dns's --kube-api-burst
+REQUEST_TIMEOUT = (CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT)
+
+
+class Throttled(Exception):
+    """No token within the call's own deadline."""
+
+
+def as_pair(timeout: Timeout | None) -> tuple[float, float] | None:
+    """A call's `request_timeout` as a (connect, read) pair; None when the call sets none."""
+    if timeout is None or isinstance(timeout, tuple):
+        return timeout
+    return (timeout, timeout)
+
+
+class TokenBucket:
+    """`qps` tokens a second, at most `burst` saved up; thread-safe (calls run in worker threads)."""
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if qps <= 0 or burst < 1:
+            raise ValueError("a token bucket needs qps > 0 and burst >= 1")
+        self.qps, self.burst = float(qps), burst
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        self._tokens = float(burst)
+        self._last = clock()
+
+    def reserve(self, max_wait: float | None = None) -> float:
+        """Take a token; the seconds to wait before using it. Throttled (nothing taken) when that wait
+        would exceed `max_wait`."""
+        with self._lock:
+            now = self._clock()
+            tokens = min(self.burst, self._tokens + (now - self._last) * self.qps) - 1
+            wait = 0.0 if tokens >= 0 else -tokens / self.qps
+            if max_wait is not None and wait > max_wait:
+                raise Throttled(f"client rate limit (--kube-api-qps): no token within {max_wait:g}s")
+            self._tokens, self._last = tokens, now
+            return wait
+
+    def wait(self, max_wait: float | None = None) -> None:
+        delay = self.reserve(max_wait)
+        if delay > 0:
+            self._sleep(delay)
+
+
+COORDINATION = frozenset({"leases", "configmaps", "statefulsets"})
+
+
+def plural(path: str) -> str:
+    """The resource of a REST path (`/api/v1/namespaces/ns/configmaps/x` → `configmaps`)."""
+    parts = path.strip("/").split("/")
+    at = 2 if parts[0] == "api" else 3
+    if len(parts) > at + 1 and parts[at] == "namespaces":
+        at += 2
+    return parts[at] if len(parts) > at else ""
+
+
+class ClientLimits:
+    """The rate limiter and request timeout of one client; the default is neither throttled nor changed
+    from shardsync's own timeouts (tests and tools build clients without flags)."""
+
+    def __init__(
+        self, qps: float = 0, burst: int = 0, request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    ) -> None:
+        self.bucket = TokenBucket(qps, burst) if qps > 0 else None
+        self.coordination = TokenBucket(qps, burst) if qps > 0 else None
+        self.request_timeout = request_timeout
+
+    def throttle(self, path: str, timeout: tuple[float, float | None] | None = None) -> None:
+        """Wait for a token of the path's bucket (at most the call's own read timeout, when it has one)."""
+        bucket = self.coordination if plural(path) in COORDINATION else self.bucket
+        if bucket is not None:
+            bucket.wait(timeout[1] if timeout is not None else None)
+
+    def timeout(self, own: tuple[float, float] | None) -> Pair:
+        """The (connect, read) timeout of a call (see the module docstring); read None is no timeout."""
+        limit = self.request_timeout
+        if own is None:
+            return (min(CONNECT_TIMEOUT, limit), limit) if limit > 0 else (CONNECT_TIMEOUT, None)
+        return own if limit <= 0 else (min(own[0], limit), min(own[1], limit))
