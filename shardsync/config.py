@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
-from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration
+from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
 from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
 from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
@@ -99,132 +99,64 @@ class Settings:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag(
-        "sources",
-        "source of endpoints (repeatable)",
-        repeat=True,
-        choices=SOURCES,
-        flag="source",
-        external_dns="--source",
+    mirrored("sources", "source of endpoints (repeatable)", repeat=True, choices=SOURCES, flag="source"),
+    mirrored("provider", "DNS provider", choices=tuple(PROVIDERS)),
+    mirrored("policy", "what may change in DNS: sync, upsert-only or create-only", choices=POLICIES),
+    mirrored(
+        "registry", "ownership registry: txt (external-dns compatible) or noop", choices=("txt", "noop")
     ),
-    Flag("provider", "DNS provider", choices=tuple(PROVIDERS), external_dns="--provider"),
-    Flag(
-        "policy",
-        "what may change in DNS: sync, upsert-only or create-only",
-        choices=POLICIES,
-        external_dns="--policy",
-    ),
-    Flag(
-        "registry",
-        "ownership registry: txt (external-dns compatible) or noop",
-        choices=("txt", "noop"),
-        external_dns="--registry",
-    ),
-    Flag(
-        "txt_owner_id",
-        "owner id written into TXT ownership records (same as external-dns's)",
-        external_dns="--txt-owner-id",
-    ),
-    Flag(
-        "txt_prefix",
-        "prefix of TXT ownership record names (%{record_type} is replaced)",
-        external_dns="--txt-prefix",
-    ),
-    Flag(
-        "txt_suffix",
-        "suffix of TXT ownership record names (%{record_type} is replaced)",
-        external_dns="--txt-suffix",
-    ),
-    Flag(
-        "txt_wildcard_replacement",
-        "label that replaces '*' in TXT ownership record names",
-        external_dns="--txt-wildcard-replacement",
-    ),
-    Flag(
+    mirrored("txt_owner_id", "owner id written into TXT ownership records (same as external-dns's)"),
+    mirrored("txt_prefix", "prefix of TXT ownership record names (%{record_type} is replaced)"),
+    mirrored("txt_suffix", "suffix of TXT ownership record names (%{record_type} is replaced)"),
+    mirrored("txt_wildcard_replacement", "label that replaces '*' in TXT ownership record names"),
+    mirrored(
         "migrate_from_txt_owner",
         "old owner id: its records become ours and their TXT records are rewritten to --txt-owner-id",
-        external_dns="--migrate-from-txt-owner",
     ),
-    Flag("dry_run", "plan and log changes, write nothing", switch=True, external_dns="--dry-run"),
-    Flag("once", "reconcile every owned zone once, then exit", switch=True, external_dns="--once"),
-    Flag("interval", "time between two reconciles of one zone", kind=duration, external_dns="--interval"),
-    Flag(
-        "events",
-        "also reconcile a zone soon after a source change touching it",
-        switch=True,
-        external_dns="--events",
-    ),
+    mirrored("dry_run", "plan and log changes, write nothing", switch=True),
+    mirrored("once", "reconcile every owned zone once, then exit", switch=True),
+    mirrored("interval", "time between two reconciles of one zone", kind=duration),
+    mirrored("events", "also reconcile a zone soon after a source change touching it", switch=True),
     Flag("concurrency", "zones reconciled at the same time by one replica", kind=int),
-    Flag("namespace", "only read sources in this namespace (default: all)", external_dns="--namespace"),
-    Flag(
-        "label_filter", "only read source objects matching this label selector", external_dns="--label-filter"
-    ),
-    Flag(
-        "annotation_filter",
-        "only read source objects whose annotations match this selector",
-        external_dns="--annotation-filter",
-    ),
-    Flag(
-        "domain_filter",
-        "only manage names under these domains (repeatable)",
-        repeat=True,
-        external_dns="--domain-filter",
-    ),
-    Flag(
-        "exclude_domains",
-        "never manage names under these domains (repeatable)",
-        repeat=True,
-        external_dns="--exclude-domains",
-    ),
-    Flag(
+    mirrored("namespace", "only read sources in this namespace (default: all)"),
+    mirrored("label_filter", "only read source objects matching this label selector"),
+    mirrored("annotation_filter", "only read source objects whose annotations match this selector"),
+    mirrored("domain_filter", "only manage names under these domains (repeatable)", repeat=True),
+    mirrored("exclude_domains", "never manage names under these domains (repeatable)", repeat=True),
+    mirrored(
         "regex_domain_filter",
         "only manage names matching this regular expression; overrides --domain-filter",
         kind=regex,
-        external_dns="--regex-domain-filter",
     ),
-    Flag(
+    mirrored(
         "regex_domain_exclusion",
         "never manage names matching this regular expression (with --regex-domain-filter)",
         kind=regex,
-        external_dns="--regex-domain-exclusion",
     ),
-    Flag(
+    mirrored(
         "managed_record_types",
         "record types managed (repeatable)",
         kind=str.upper,
         repeat=True,
         choices=sorted(SUPPORTED_TYPES),
-        external_dns="--managed-record-types",
     ),
-    Flag(
+    mirrored(
         "exclude_record_types",
         "record types never managed, even if --managed-record-types names them (repeatable)",
         kind=str.upper,
         repeat=True,
-        external_dns="--exclude-record-types",
     ),
-    Flag(
-        "kubeconfig",
-        "kubeconfig file (default: in-cluster, else ~/.kube/config)",
-        external_dns="--kubeconfig",
+    mirrored("kubeconfig", "kubeconfig file (default: in-cluster, else ~/.kube/config)"),
+    mirrored(
+        "request_timeout", "timeout of one Kubernetes API request (not of a watch); 0s: none", kind=duration
     ),
-    Flag(
-        "request_timeout",
-        "timeout of one Kubernetes API request (not of a watch); 0s: none",
-        kind=duration,
-        external_dns="--request-timeout",
-    ),
-    Flag(
+    mirrored(
         "kube_api_qps",
         "requests a second to the Kubernetes API (client-side token bucket, watches included)",
         kind=int,
-        external_dns="--kube-api-qps",
     ),
-    Flag(
-        "kube_api_burst",
-        "requests to the Kubernetes API allowed at once above --kube-api-qps",
-        kind=int,
-        external_dns="--kube-api-burst",
+    mirrored(
+        "kube_api_burst", "requests to the Kubernetes API allowed at once above --kube-api-qps", kind=int
     ),
     Flag("identity", "this replica's identity (default: $POD_NAME, else the host name)"),
     Flag(
@@ -232,22 +164,12 @@ FLAGS: tuple[Flag, ...] = (
         "namespace of the leases and the assignment (default: $POD_NAMESPACE, else default)",
     ),
     Flag("instance", "name shared by the replicas of one deployment; prefixes their objects"),
-    Flag(
-        "metrics_address",
-        "address of /metrics, /healthz, /readyz and /shards",
-        external_dns="--metrics-address",
-    ),
-    Flag(
-        "log_level",
-        "debug, info, warning or error",
-        choices=("debug", "info", "warning", "error"),
-        external_dns="--log-level",
-    ),
-    Flag(
+    mirrored("metrics_address", "address of /metrics, /healthz, /readyz and /shards"),
+    mirrored("log_level", "debug, info, warning or error", choices=("debug", "info", "warning", "error")),
+    mirrored(
         "log_format",
         "text (logfmt key=value lines) or json (one JSON object per line, same keys)",
         choices=LOG_FORMATS,
-        external_dns="--log-format",
     ),
     Flag("sharding", "on: every replica syncs its own zones; off: only the coordinator syncs", kind=boolean),
     Flag("lease_duration", "member and coordinator lease duration", kind=duration),

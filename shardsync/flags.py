@@ -76,6 +76,12 @@ class Flag:
         return str(value)
 
 
+def mirrored(name: str, help: str, **options: Any) -> Flag:
+    """A flag with external-dns's own name and meaning: its `external_dns` is its own option."""
+    flag = Flag(name, help, **options)
+    return dataclasses.replace(flag, external_dns=flag.option)
+
+
 def _no_check(options: Any) -> None:
     return None
 

@@ -44,7 +44,7 @@ from prometheus_client import Counter
 
 from shardsync.domain_filter import DomainFilter, DomainFilterError
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, normalize_name
-from shardsync.flags import Flag, FlagGroup
+from shardsync.flags import Flag, FlagGroup, mirrored
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -298,12 +298,7 @@ FLAGS = FlagGroup(
     "webhook provider (--provider=webhook)",
     WebhookOptions,
     (
-        Flag(
-            "provider_url",
-            "URL of an external-dns webhook provider",
-            flag="webhook-provider-url",
-            external_dns="--webhook-provider-url",
-        ),
+        mirrored("provider_url", "URL of an external-dns webhook provider", flag="webhook-provider-url"),
         Flag(
             "allow_unfenced",
             "let sharded replicas write through the webhook provider, which cannot fence writes",

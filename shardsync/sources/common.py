@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from shardsync.endpoint import Endpoint
-from shardsync.flags import ConfigError, Flag, FlagGroup
+from shardsync.flags import ConfigError, FlagGroup, mirrored
 from shardsync.sources.annotations import GA_PREFIX, PREFIXES
 from shardsync.sources.fqdn import FqdnTemplate
 from shardsync.sources.result import suitable_type
@@ -71,48 +71,35 @@ FLAGS = FlagGroup(
     "every source",
     SourceOptions,
     (
-        Flag(
+        mirrored(
             "fqdn_template",
-            "Go template of the names of objects without names of their own, e.g. {{.Name}}.example.com "
-            "(repeatable)",
+            "Go template of the names of objects without names of their own, e.g. "
+            "{{.Name}}.example.com (repeatable)",
             repeat=True,
-            external_dns="--fqdn-template",
         ),
-        Flag(
+        mirrored(
             "combine_fqdn_annotation",
             "publish the --fqdn-template names as well as the objects' own names",
             switch=True,
-            external_dns="--combine-fqdn-annotation",
         ),
-        Flag(
+        mirrored(
             "ignore_hostname_annotation",
             "do not read the hostname annotations (needs --fqdn-template)",
             switch=True,
-            external_dns="--ignore-hostname-annotation",
         ),
-        Flag(
-            "default_targets",
-            "targets of DNSEndpoint records that have none (repeatable)",
-            repeat=True,
-            external_dns="--default-targets",
+        mirrored(
+            "default_targets", "targets of DNSEndpoint records that have none (repeatable)", repeat=True
         ),
-        Flag(
-            "force_default_targets",
-            "replace every source's targets by --default-targets",
-            switch=True,
-            external_dns="--force-default-targets",
-        ),
-        Flag(
+        mirrored("force_default_targets", "replace every source's targets by --default-targets", switch=True),
+        mirrored(
             "create_ptr",
             "publish PTR records for A and AAAA records (needs PTR in --managed-record-types; "
             "the record-type annotation overrides it)",
             switch=True,
-            external_dns="--create-ptr",
         ),
-        Flag(
+        mirrored(
             "annotation_prefix",
             f"prefix of the annotations read: {' or '.join(PREFIXES)} (both are read either way)",
-            external_dns="--annotation-prefix",
         ),
     ),
     validate=validate,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.flags import Flag, FlagGroup
+from shardsync.flags import FlagGroup, mirrored
 from shardsync.objects import ObjectRef, Resource, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources.common import SourceOptions
@@ -48,25 +48,14 @@ FLAGS = FlagGroup(
     "ingress source (--source=ingress)",
     IngressOptions,
     (
-        Flag(
+        mirrored(
             "ingress_class_names",
             "only read ingresses of these classes (repeatable)",
             repeat=True,
             flag="ingress-class",
-            external_dns="--ingress-class",
         ),
-        Flag(
-            "ignore_ingress_tls_spec",
-            "do not take names from ingresses' spec.tls",
-            switch=True,
-            external_dns="--ignore-ingress-tls-spec",
-        ),
-        Flag(
-            "ignore_ingress_rules_spec",
-            "do not take names from ingresses' spec.rules",
-            switch=True,
-            external_dns="--ignore-ingress-rules-spec",
-        ),
+        mirrored("ignore_ingress_tls_spec", "do not take names from ingresses' spec.tls", switch=True),
+        mirrored("ignore_ingress_rules_spec", "do not take names from ingresses' spec.rules", switch=True),
     ),
 )
 

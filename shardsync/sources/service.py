@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.flags import ConfigError, Flag, FlagGroup
+from shardsync.flags import ConfigError, FlagGroup, mirrored
 from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
@@ -330,44 +330,32 @@ FLAGS = FlagGroup(
     "service source (--source=service)",
     ServiceOptions,
     (
-        Flag(
+        mirrored(
             "publish_internal",
             "publish ClusterIP services too",
             switch=True,
             flag="publish-internal-services",
-            external_dns="--publish-internal-services",
         ),
-        Flag(
+        mirrored(
             "expose_internal_ipv6",
             "NodePort and NodeExternalIP services also publish the nodes' internal IPv6 addresses",
             switch=True,
-            external_dns="--expose-internal-ipv6",
         ),
-        Flag(
-            "exclude_unschedulable",
-            "NodePort services leave out unschedulable nodes",
-            switch=True,
-            external_dns="--exclude-unschedulable",
-        ),
-        Flag(
+        mirrored("exclude_unschedulable", "NodePort services leave out unschedulable nodes", switch=True),
+        mirrored(
             "service_types",
-            "only read services of these types: ClusterIP, NodePort, LoadBalancer, ExternalName (repeatable; "
-            "default: all)",
+            "only read services of these types: ClusterIP, NodePort, LoadBalancer, ExternalName "
+            "(repeatable; default: all)",
             repeat=True,
             flag="service-type-filter",
-            external_dns="--service-type-filter",
         ),
-        Flag(
-            "publish_host_ip",
-            "headless services publish each pod's host IP instead of its own",
-            switch=True,
-            external_dns="--publish-host-ip",
+        mirrored(
+            "publish_host_ip", "headless services publish each pod's host IP instead of its own", switch=True
         ),
-        Flag(
+        mirrored(
             "always_publish_not_ready_addresses",
             "headless services also publish not-ready addresses, as if publishNotReadyAddresses were set",
             switch=True,
-            external_dns="--always-publish-not-ready-addresses",
         ),
     ),
 )

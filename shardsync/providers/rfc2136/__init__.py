@@ -10,7 +10,7 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 
-from shardsync.flags import ConfigError, Flag, FlagGroup, duration
+from shardsync.flags import ConfigError, Flag, FlagGroup, duration, mirrored
 from shardsync.providers.rfc2136.messages import TSIG_ALGORITHMS
 from shardsync.providers.rfc2136.provider import Rfc2136Provider
 
@@ -104,68 +104,36 @@ FLAGS = FlagGroup(
     "rfc2136 provider (--provider=rfc2136)",
     Rfc2136Options,
     (
-        Flag(
-            "host",
-            "DNS server receiving UPDATEs and answering AXFR",
-            flag="rfc2136-host",
-            external_dns="--rfc2136-host",
-        ),
-        Flag("port", "its port", kind=int, flag="rfc2136-port", external_dns="--rfc2136-port"),
-        Flag(
-            "zones",
-            "zone managed on that server (repeatable)",
-            repeat=True,
-            flag="rfc2136-zone",
-            external_dns="--rfc2136-zone",
-        ),
-        Flag(
-            "tsig_keyname",
-            "TSIG key name",
-            flag="rfc2136-tsig-keyname",
-            external_dns="--rfc2136-tsig-keyname",
-        ),
-        Flag(
+        mirrored("host", "DNS server receiving UPDATEs and answering AXFR", flag="rfc2136-host"),
+        mirrored("port", "its port", kind=int, flag="rfc2136-port"),
+        mirrored("zones", "zone managed on that server (repeatable)", repeat=True, flag="rfc2136-zone"),
+        mirrored("tsig_keyname", "TSIG key name", flag="rfc2136-tsig-keyname"),
+        mirrored(
             "tsig_secret",
             "TSIG secret, base64 (prefer the file or the environment)",
             flag="rfc2136-tsig-secret",
-            external_dns="--rfc2136-tsig-secret",
             secret=True,
         ),
         Flag("tsig_secret_file", "file holding the TSIG secret", flag="rfc2136-tsig-secret-file"),
-        Flag(
-            "tsig_secret_alg",
-            "TSIG algorithm",
-            flag="rfc2136-tsig-secret-alg",
-            external_dns="--rfc2136-tsig-secret-alg",
+        mirrored("tsig_secret_alg", "TSIG algorithm", flag="rfc2136-tsig-secret-alg"),
+        mirrored(
+            "min_ttl", "lowest TTL written (lower ones are raised)", kind=duration, flag="rfc2136-min-ttl"
         ),
-        Flag(
-            "min_ttl",
-            "lowest TTL written (lower ones are raised)",
-            kind=duration,
-            flag="rfc2136-min-ttl",
-            external_dns="--rfc2136-min-ttl",
-        ),
-        Flag(
-            "batch_change_size",
-            "changes per UPDATE message",
-            kind=int,
-            flag="rfc2136-batch-change-size",
-            external_dns="--rfc2136-batch-change-size",
+        mirrored(
+            "batch_change_size", "changes per UPDATE message", kind=int, flag="rfc2136-batch-change-size"
         ),
         Flag("timeout", "timeout of one DNS exchange", kind=duration, flag="rfc2136-timeout"),
-        Flag(
+        mirrored(
             "axfr",
             "list zones by AXFR, TSIG-signed when a key is set (always on: false is refused)",
             switch=True,
             flag="rfc2136-axfr",
-            external_dns="--rfc2136-axfr",
         ),
-        Flag(
+        mirrored(
             "tsig_axfr",
             "external-dns's older name of --rfc2136-axfr (always on: false is refused)",
             switch=True,
             flag="rfc2136-tsig-axfr",
-            external_dns="--rfc2136-tsig-axfr",
         ),
     ),
     _validate,
