@@ -23,7 +23,7 @@ from shardsync.providers.base import FenceToken
 from shardsync.providers.rfc2136.provider import Rfc2136Provider
 from tests.dnsservers import SERVERS, DnsTestServer, require, server_params
 from tests.kubeclient import raw_body
-from tests.processes import Processes, free_port, processes, wait_ready
+from tests.processes import Processes, ShardsyncProcess, free_port, processes, wait_ready
 from tests.waits import eventually_sync
 
 ZONE = "e2e.shardsync.test"
@@ -116,24 +116,40 @@ def replica_args(
     ]
 
 
+def publish(core: k8s.CoreV1Api, name: str, host: str, ip: str) -> None:
+    """A LoadBalancer Service asking for `host`, with `ip` as its load balancer's address."""
+    core.create_namespaced_service("default", lb_service(name, host, ip))
+    set_lb_ip(core, name, ip)
+
+
+def start_replica(
+    apiserver: ApiServer,
+    dns_server: DnsTestServer,
+    procs: Processes,
+    tmp_path: Path,
+    *extra: str,
+    zones: tuple[str, ...] = (ZONE, ADOPT_ZONE),
+) -> ShardsyncProcess:
+    """A `shardsync run` reacting to events (`--events --interval=1m`), once it is ready."""
+    secret_file = tmp_path / "tsig"
+    secret_file.write_text(dns_server.secret)
+    port = free_port()
+    args = replica_args(
+        apiserver, dns_server, secret_file, port, *extra, "--events", "--interval=1m", zones=zones
+    )
+    replica = procs.start("replica", args)
+    wait_ready(f"http://127.0.0.1:{port}", replica)
+    return replica
+
+
 def test_service_lifecycle_reaches_the_server(
     apiserver: ApiServer, dns_server: DnsTestServer, procs: Processes, tmp_path: Path
 ) -> None:
-    secret_file = tmp_path / "tsig"
-    secret_file.write_text(dns_server.secret)
     core = k8s.CoreV1Api(apiserver.api_client())
-    core.create_namespaced_service("default", lb_service("web", f"web.{ZONE}", "192.0.2.10"))
-    set_lb_ip(core, "web", "192.0.2.10")
-    core.create_namespaced_service("default", lb_service("other", f"other.{ZONE}", "192.0.2.99"))
-    set_lb_ip(core, "other", "192.0.2.99")
-    core.create_namespaced_service("default", lb_service("kept", f"kept.{ADOPT_ZONE}", "192.0.2.50"))
-    set_lb_ip(core, "kept", "192.0.2.50")
-
-    port = free_port()
-    replica = procs.start(
-        "replica", replica_args(apiserver, dns_server, secret_file, port, "--events", "--interval=1m")
-    )
-    wait_ready(f"http://127.0.0.1:{port}", replica)
+    publish(core, "web", f"web.{ZONE}", "192.0.2.10")
+    publish(core, "other", f"other.{ZONE}", "192.0.2.99")
+    publish(core, "kept", f"kept.{ADOPT_ZONE}", "192.0.2.50")
+    replica = start_replica(apiserver, dns_server, procs, tmp_path)
 
     # create: the A record and its typed TXT ownership record
     eventually_sync(lambda: dns_server.texts(f"web.{ZONE}", "A") == {"192.0.2.10"}, within=30)
@@ -182,17 +198,9 @@ def test_once_syncs_and_exits(
 def test_stale_replica_write_is_refused_by_the_server(
     apiserver: ApiServer, dns_server: DnsTestServer, procs: Processes, tmp_path: Path
 ) -> None:
-    secret_file = tmp_path / "tsig"
-    secret_file.write_text(dns_server.secret)
     core = k8s.CoreV1Api(apiserver.api_client())
-    core.create_namespaced_service("default", lb_service("before", f"before.{FENCED_ZONE}", "192.0.2.30"))
-    set_lb_ip(core, "before", "192.0.2.30")
-    port = free_port()
-    args = replica_args(
-        apiserver, dns_server, secret_file, port, "--events", "--interval=1m", zones=(FENCED_ZONE,)
-    )
-    replica = procs.start("replica", args)
-    wait_ready(f"http://127.0.0.1:{port}", replica)
+    publish(core, "before", f"before.{FENCED_ZONE}", "192.0.2.30")
+    replica = start_replica(apiserver, dns_server, procs, tmp_path, zones=(FENCED_ZONE,))
     eventually_sync(lambda: dns_server.texts(f"before.{FENCED_ZONE}", "A") == {"192.0.2.30"}, within=30)
 
     # Another writer takes the zone's fence with a newer generation, as a new owner would.
@@ -235,25 +243,12 @@ def test_owned_records_outside_the_domain_filter_survive_a_sync(
     # external-dns filters the zone's current records by --domain-filter before planning: a record we own
     # under a name the filter does not admit (say, one the filter was narrowed away from) is not ours to
     # delete. Planning the desired side alone would delete it in the same sync that writes web.keep.
-    secret_file = tmp_path / "tsig"
-    secret_file.write_text(dns_server.secret)
     core = k8s.CoreV1Api(apiserver.api_client())
     host = f"web.keep.{FILTER_ZONE}"
-    core.create_namespaced_service("default", lb_service("filtered", host, "192.0.2.61"))
-    set_lb_ip(core, "filtered", "192.0.2.61")
-    port = free_port()
-    args = replica_args(
-        apiserver,
-        dns_server,
-        secret_file,
-        port,
-        f"--domain-filter=keep.{FILTER_ZONE}",
-        "--events",
-        "--interval=1m",
-        zones=(FILTER_ZONE,),
+    publish(core, "filtered", host, "192.0.2.61")
+    replica = start_replica(
+        apiserver, dns_server, procs, tmp_path, f"--domain-filter=keep.{FILTER_ZONE}", zones=(FILTER_ZONE,)
     )
-    replica = procs.start("replica", args)
-    wait_ready(f"http://127.0.0.1:{port}", replica)
     eventually_sync(lambda: dns_server.texts(host, "A") == {"192.0.2.61"}, within=30)
     assert dns_server.texts(f"old.{FILTER_ZONE}", "A") == {"192.0.2.60"}
     assert dns_server.texts(f"a-old.{FILTER_ZONE}", "TXT") == {OUTSIDE_TXT}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from shardsync.objects import EVENTS
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.watcher import INVALID_REASON
 from tests.multiprocess.harness import START_WITHIN, replica_flags
+from tests.waits import eventually_sync
 
 pytestmark = pytest.mark.multiprocess
 
@@ -54,15 +55,6 @@ def endpoint(*targets: str) -> dict[str, Any]:
     }
 
 
-def seconds_until(check: Callable[[], bool], within: float) -> float:
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > within:
-            raise AssertionError(f"not within {within}s")
-        time.sleep(0.1)
-    return time.monotonic() - start
-
-
 def test_problems_and_statuses_of_objects_older_than_the_coordinator(cluster: Cluster) -> None:
     kube = cluster.kube
     names = zone_names(2)
@@ -82,8 +74,8 @@ def test_problems_and_statuses_of_objects_older_than_the_coordinator(cluster: Cl
     cluster.scale(2)
     cluster.wait_ready()  # ready: member lease held and an assignment seen, so a coordinator was elected
     ready = time.monotonic()
-    seconds_until(lambda: any("not-an-address" in m for m in warnings()), 10.0)
-    seconds_until(lambda: observed() == 1, 5.0)
+    eventually_sync(lambda: any("not-an-address" in m for m in warnings()), within=10.0)
+    eventually_sync(lambda: observed() == 1, within=5.0)
     took, to_ready = time.monotonic() - started, ready - started
     print(f"event and status {took:.1f}s after the start ({to_ready:.1f}s to ready)")
 
@@ -98,5 +90,5 @@ def test_problems_and_statuses_of_objects_older_than_the_coordinator(cluster: Cl
     coordinator.child.kill()
     # Its lease lapses (3 s plus a margin), the survivor takes office and catches up at once (5 s), long
     # before the periodic sweep (30 s).
-    seconds_until(lambda: observed() == 2, 15.0)
-    seconds_until(lambda: any("still-not-an-address" in m for m in warnings()), 5.0)
+    eventually_sync(lambda: observed() == 2, within=15.0)
+    eventually_sync(lambda: any("still-not-an-address" in m for m in warnings()), within=5.0)
