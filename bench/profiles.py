@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from shardsync.sharding.timings import Timings
+
 
 @dataclass(frozen=True, slots=True)
 class Profile:
@@ -19,10 +21,11 @@ class Profile:
     # the provider
     latency: float = 0.02
     provider_concurrency: int = 2
-    # the replicas' sharding timings (design defaults: 15s, 5s, 2s)
-    lease_duration: float = 15.0
-    renew_interval: float = 5.0
-    settle_delay: float = 2.0
+    # the replicas' sharding timing flags; None: not passed, the replicas use their defaults (for the fake
+    # provider, which fences: shardsync.sharding.timings.FENCED)
+    lease_duration: float | None = None
+    renew_interval: float | None = None
+    settle_delay: float | None = None
     worker_concurrency: int = 8
     # scaling: Z zones x R records from empty, for each N, sharded and --sharding=off
     scaling_replicas: tuple[int, ...] = (1, 2, 4, 8)
@@ -52,6 +55,15 @@ class Profile:
     settle_timeout: float = 90.0
     converge_timeout: float = 240.0
 
+    @property
+    def default_flags(self) -> bool:
+        """The replicas run with the default timing flags."""
+        return self.lease_duration is None and self.renew_interval is None and self.settle_delay is None
+
+    def timings(self) -> Timings:
+        """The timings the replicas use (the fake provider fences its writes)."""
+        return Timings.resolve(True, self.lease_duration, self.renew_interval, self.settle_delay)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -60,9 +72,6 @@ FULL = Profile(name="full")
 
 QUICK = Profile(
     name="quick",
-    lease_duration=4.0,
-    renew_interval=1.0,
-    settle_delay=0.5,
     scaling_zones=160,
     scaling_records=10,
     scaling_steady_seconds=1.0,

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
+from shardsync.durations import format_duration
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
 from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
 from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
-from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE
-from shardsync.sharding.membership import DEFAULT_LEASE_DURATION
-from shardsync.sharding.timings import DEFAULT_RENEW_INTERVAL
+from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE
+from shardsync.sharding.timings import FENCED, UNFENCED, Timings
 from shardsync.sources import table as source_table
 from shardsync.sources.filters import regex
 from shardsync.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
@@ -84,9 +84,10 @@ class Settings:
     log_format: str = "text"
     # sharding
     sharding: bool = True
-    lease_duration: float = DEFAULT_LEASE_DURATION
-    renew_interval: float = DEFAULT_RENEW_INTERVAL
-    settle_delay: float = DEFAULT_SETTLE
+    # None: the default for the provider's kind (shardsync.sharding.timings: fenced or not)
+    lease_duration: float | None = None
+    renew_interval: float | None = None
+    settle_delay: float | None = None
     restart_grace: float = DEFAULT_RESTART_GRACE
     weight: int = 1
     # the options of each provider and source kind (their own FlagGroups), by group name
@@ -172,9 +173,25 @@ FLAGS: tuple[Flag, ...] = (
         choices=LOG_FORMATS,
     ),
     Flag("sharding", "on: every replica syncs its own zones; off: only the coordinator syncs", kind=boolean),
-    Flag("lease_duration", "member and coordinator lease duration", kind=duration),
-    Flag("renew_interval", "how often a replica renews its leases", kind=duration),
-    Flag("settle_delay", "how long the coordinator batches membership changes", kind=duration),
+    Flag(
+        "lease_duration",
+        "member and coordinator lease duration (default: "
+        f"{format_duration(FENCED.lease_duration)} with a fencing provider, "
+        f"{format_duration(UNFENCED.lease_duration)} with webhook)",
+        kind=duration,
+    ),
+    Flag(
+        "renew_interval",
+        "how often a replica renews its leases (default: a third of the lease duration)",
+        kind=duration,
+    ),
+    Flag(
+        "settle_delay",
+        "how long the coordinator batches membership changes (default: "
+        f"{format_duration(FENCED.settle)} with a fencing provider, {format_duration(UNFENCED.settle)} "
+        "with webhook)",
+        kind=duration,
+    ),
     Flag("restart_grace", "how long a restarting replica's zones stay parked for it", kind=duration),
     Flag("weight", "this replica's share of zones relative to the others", kind=int),
 )
@@ -333,8 +350,12 @@ def validate(s: Settings) -> None:
         raise ConfigError("--concurrency must be at least 1")
     if s.weight < 1:
         raise ConfigError("--weight must be at least 1")
-    if not 0 < s.renew_interval < s.lease_duration:
-        raise ConfigError("--renew-interval must be positive and shorter than --lease-duration")
+    try:
+        timings_of(s)
+    except ValueError:
+        raise ConfigError("--renew-interval must be positive and shorter than --lease-duration") from None
+    if s.settle_delay is not None and s.settle_delay < 0:
+        raise ConfigError("--settle-delay must not be negative")
     if not s.identity:
         raise ConfigError("no identity: set --identity or POD_NAME")
     validate_selectors(s.label_filter, s.annotation_filter)
@@ -361,3 +382,15 @@ def validate(s: Settings) -> None:
 
 def settings_fields() -> list[str]:
     return [f.name for f in fields(Settings) if f.name != "groups"]
+
+
+def timings_of(s: Settings) -> Timings:
+    """The sharding timings: the flags given, the rest from the defaults of the provider's kind."""
+    kind = PROVIDERS.get(s.provider)
+    return Timings.resolve(
+        kind.fences if kind is not None else False,
+        s.lease_duration,
+        s.renew_interval,
+        s.settle_delay,
+        s.restart_grace,
+    )

@@ -44,7 +44,6 @@ from shardsync.providers.table import PROVIDERS
 from shardsync.registry import Registry, TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.site import Site
-from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.table import COMMON, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
@@ -204,7 +203,7 @@ class Replica:
         overall, and to STOP_WHEN_UNREACHABLE once the API server is found unreachable, since no step of
         it can succeed then (the leases expire by themselves)."""
         health = self.kube.health
-        with anyio.move_on_after(max(5.0, self.settings.lease_duration * 2)) as scope:
+        with anyio.move_on_after(max(5.0, config.timings_of(self.settings).lease_duration * 2)) as scope:
             async with anyio.create_task_group() as tg:
 
                 async def cut_when_unreachable() -> None:
@@ -271,9 +270,7 @@ def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
         namespace=settings.lease_namespace,
         instance=settings.instance,
         identity=settings.identity,
-        timings=Timings.derive(
-            settings.lease_duration, settings.renew_interval, settings.settle_delay, settings.restart_grace
-        ),
+        timings=config.timings_of(settings),
         weight=settings.weight,
     )
     return ShardedOwnership(site) if settings.sharding else ActivePassiveOwnership(site)

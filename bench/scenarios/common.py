@@ -52,19 +52,26 @@ def replica_flags(
         f"--sharding={'on' if sharded else 'off'}",
         f"--interval={format_duration(interval)}",
         f"--concurrency={profile.worker_concurrency}",
-        f"--lease-duration={format_duration(profile.lease_duration)}",
-        f"--renew-interval={format_duration(profile.renew_interval)}",
-        f"--settle-delay={format_duration(profile.settle_delay)}",
+        *(
+            f"--{name}={format_duration(value)}"
+            for name, value in (
+                ("lease-duration", profile.lease_duration),
+                ("renew-interval", profile.renew_interval),
+                ("settle-delay", profile.settle_delay),
+            )
+            if value is not None
+        ),
         *extra,
     )
 
 
 def cluster_spec(profile: Profile, flags: tuple[str, ...]) -> ClusterSpec:
+    t = profile.timings()
     return ClusterSpec(
         latency=profile.latency,
         provider_concurrency=profile.provider_concurrency,
         replica_flags=flags,
-        termination_grace=max(10.0, 2 * profile.lease_duration + profile.settle_delay + 5),
+        termination_grace=max(10.0, 2 * t.lease_duration + t.settle + 5),
     )
 
 

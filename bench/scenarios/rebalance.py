@@ -71,7 +71,7 @@ def _step(
 def run(ctx: Context) -> dict[str, Any]:
     p = ctx.profile
     n = p.handoff_replicas
-    limit = p.lease_duration * 2 + p.settle_delay + 30
+    limit = p.timings().lease_duration * 2 + p.timings().settle + 30
     result: dict[str, Any] = {
         "zones": p.handoff_zones,
         "records_per_zone": p.handoff_records,

@@ -42,7 +42,7 @@ def _ever_moved(samples: list[observe.Sample], before: dict[str, str]) -> set[st
 def run(ctx: Context) -> dict[str, Any]:
     p = ctx.profile
     n = p.handoff_replicas
-    limit = p.lease_duration * 2 + p.settle_delay + 30
+    limit = p.timings().lease_duration * 2 + p.timings().settle + 30
     result: dict[str, Any] = {
         "replicas": n,
         "zones": p.handoff_zones,

@@ -1,5 +1,11 @@
 """The timing parameters of the sharding loops, derived once (shardsync.replica, from the flags) so every
-loop agrees on them.
+loop agrees on them, and their defaults, which depend on whether the provider fences its writes.
+
+A provider that fences every write at the DNS server (fake, rfc2136) makes a wrong takeover cost churn, not
+corruption, so its replicas use short leases (3 s, renewed every second, settle 0.5 s): a crashed replica's
+zones move within about five seconds. An unfenced provider (webhook with --webhook-allow-unfenced) rests on
+the lease protocol alone and keeps the conservative client-go-like timing (15 s / 5 s / 2 s). A flag the
+operator sets wins either way; `resolve` is the one place that decides.
 
 Leases carry whole seconds (`leaseDurationSeconds` is an integer), so the duration is rounded up once here
 and every rule (self-fencing, expiry, the coordinator's renew deadline) works from the value actually
@@ -13,7 +19,22 @@ from dataclasses import dataclass
 
 from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE, PublisherConfig
 
-DEFAULT_RENEW_INTERVAL = 5.0  # --renew-interval
+
+@dataclass(frozen=True, slots=True)
+class TimingDefaults:
+    """The defaults of --lease-duration, --renew-interval and --settle-delay for one kind of provider."""
+
+    lease_duration: float
+    renew_interval: float
+    settle: float
+
+
+FENCED = TimingDefaults(lease_duration=3.0, renew_interval=1.0, settle=0.5)
+UNFENCED = TimingDefaults(lease_duration=15.0, renew_interval=5.0, settle=DEFAULT_SETTLE)
+
+
+def defaults_for(fences: bool) -> TimingDefaults:
+    return FENCED if fences else UNFENCED
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +75,24 @@ class Timings:
             # delete) must still fit in the replica's bound of twice the lease duration.
             drain_timeout=settle + duration / 2,
         )
+
+    @classmethod
+    def resolve(
+        cls,
+        fences: bool,
+        lease_duration: float | None = None,
+        renew_interval: float | None = None,
+        settle: float | None = None,
+        restart_grace: float = DEFAULT_RESTART_GRACE,
+    ) -> Timings:
+        """The timings from the flags, each unset one (None) taking the default for the provider's kind.
+        A lease set alone keeps the default ratio (renew a third of it), so `--lease-duration=30s` on a
+        fenced provider does not renew every second for nothing."""
+        base = defaults_for(fences)
+        lease = base.lease_duration if lease_duration is None else lease_duration
+        if renew_interval is None:
+            renew_interval = base.renew_interval if lease_duration is None else lease / 3
+        return cls.derive(lease, renew_interval, base.settle if settle is None else settle, restart_grace)
 
     def publisher_config(self) -> PublisherConfig:
         return PublisherConfig(

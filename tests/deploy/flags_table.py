@@ -28,7 +28,7 @@ def env_name(flag: Flag) -> str:
 
 def _default(group: FlagGroup[Any], flag: Flag) -> str:
     value = group.default(flag)
-    return "—" if value in ("", ()) or flag.secret else f"`{flag.show(value)}`"
+    return "—" if value is None or value in ("", ()) or flag.secret else f"`{flag.show(value)}`"
 
 
 def _cell(text: str) -> str:

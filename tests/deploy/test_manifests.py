@@ -14,6 +14,7 @@ from prometheus_client import REGISTRY
 import shardsync
 import shardsync.ownership.metrics  # registers the ownership metrics
 import shardsync.replica
+from shardsync.config import timings_of
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
 from shardsync.providers import rfc2136 as rfc2136_provider
 from shardsync.server import parse_address
@@ -121,7 +122,7 @@ def test_probes_and_port_are_the_metrics_address(base: list[Obj]) -> None:
 def test_termination_grace_outlasts_a_graceful_stop(base: list[Obj]) -> None:
     settings = m.settings_for(m.container(base)["args"], POD_ENV)
     # replica.Replica.run bounds the ownership layer's stop (drain or restart) by this, then exits.
-    stop_bound = max(5.0, settings.lease_duration * 2)
+    stop_bound = max(5.0, timings_of(settings).lease_duration * 2)
     assert m.pod_spec(base)["terminationGracePeriodSeconds"] >= stop_bound + 15
 
 
