@@ -354,8 +354,6 @@ def validate(s: Settings) -> None:
         timings_of(s)
     except ValueError:
         raise ConfigError("--renew-interval must be positive and shorter than --lease-duration") from None
-    if s.settle_delay is not None and s.settle_delay < 0:
-        raise ConfigError("--settle-delay must not be negative")
     if not s.identity:
         raise ConfigError("no identity: set --identity or POD_NAME")
     validate_selectors(s.label_filter, s.annotation_filter)

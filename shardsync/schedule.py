@@ -96,6 +96,15 @@ class ZoneSchedule:
         times.rerun = False
         self._push(zone, due)
 
+    def requeue(self, zone: str, now: float) -> None:
+        """A first step of `zone`'s run is done (its fence): the rest is due now, after every zone already
+        due, so the first steps of many zones gained at once all come before any of their full runs."""
+        times = self._zones.get(zone)
+        if times is None:
+            return
+        times.running = times.rerun = False
+        self._push(zone, now)
+
     def failures(self, zone: str) -> int:
         times = self._zones.get(zone)
         return times.failures if times else 0

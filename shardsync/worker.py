@@ -21,16 +21,17 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import anyio
 from prometheus_client import Counter, Gauge, Histogram
 
 from shardsync.backoff import Backoff
+from shardsync.batches import counts_of, halves
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.endpoint import RESOURCE_LABEL, Changes
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
@@ -193,14 +194,25 @@ class Worker:
 
     async def _run_zone(self, zone: str) -> None:
         retry_in: float | None = None
+        fenced_only = False
         with anyio.CancelScope() as scope:
             inflight = self._inflight[zone] = _InFlight(scope)
             try:
-                retry_in = await self._reconcile_guarded(zone)
+                status = self.statuses.get(zone)
+                if status is not None and self._needs_fence(status):
+                    # Fence first: a replica gaining many zones takes every fence before reading any
+                    # zone, so a failed peer's zones are all ours at the provider within a few calls.
+                    retry_in = await self._guarded(zone, status, self._acquire_fence)
+                    fenced_only = retry_in is None
+                else:
+                    retry_in = await self._reconcile_guarded(zone)
             finally:
                 del self._inflight[zone]
                 inflight.done.set()
-        self._schedule.finished(zone, self.clock(), retry_in)
+        if fenced_only:
+            self._schedule.requeue(zone, self.clock())
+        else:
+            self._schedule.finished(zone, self.clock(), retry_in)
         self._wake.notify()
 
     async def _reconcile_guarded(self, zone: str) -> float | None:
@@ -209,10 +221,29 @@ class Worker:
         if status is None:
             return None
         started = self.clock()
+        retry_in = await self._guarded(zone, status, self._reconcile)
+        if retry_in is not None:
+            return retry_in
+        elapsed = self.clock() - started
+        self._backoff.pop(zone, None)
+        RECONCILES.labels("ok").inc()
+        SYNC_SECONDS.observe(elapsed)
+        now_wall = time.time()
+        status.last_sync, status.last_sync_seconds, status.last_error = now_wall, elapsed, ""
+        status.syncs += 1
+        LAST_SYNC.set(now_wall)
+        ZONE_LAST_SYNC.labels(zone).set(now_wall)
+        ZONE_SYNC_SECONDS.labels(zone).set(elapsed)
+        return None
+
+    async def _guarded(
+        self, zone: str, status: ZoneStatus, step: Callable[[str, ZoneStatus], Awaitable[None]]
+    ) -> float | None:
+        """Run one step on `zone`; on failure, log, count, and say when to retry (None: success)."""
         try:
             if not self.may_write():
                 raise _NotWriting("this replica may not write now (lease not renewed)")
-            await self._reconcile(zone, status)
+            await step(zone, status)
         except FencedError as exc:
             FENCED.inc()
             RECONCILES.labels("fenced").inc()
@@ -242,26 +273,21 @@ class Worker:
                 failures=self._schedule.failures(zone) + 1,
             )
             return delay
-        elapsed = self.clock() - started
-        self._backoff.pop(zone, None)
-        RECONCILES.labels("ok").inc()
-        SYNC_SECONDS.observe(elapsed)
-        now_wall = time.time()
-        status.last_sync, status.last_sync_seconds, status.last_error = now_wall, elapsed, ""
-        status.syncs += 1
-        LAST_SYNC.set(now_wall)
-        ZONE_LAST_SYNC.labels(zone).set(now_wall)
-        ZONE_SYNC_SECONDS.labels(zone).set(elapsed)
         return None
 
-    async def _reconcile(self, zone: str, status: ZoneStatus) -> None:
-        """One zone, source to provider."""
+    def _needs_fence(self, status: ZoneStatus) -> bool:
         # A dry run writes nothing, the fence record included.
-        if status.fence is not None and not status.fence_held and not self.options.dry_run:
+        return status.fence is not None and not status.fence_held and not self.options.dry_run
+
+    async def _acquire_fence(self, zone: str, status: ZoneStatus) -> None:
+        if status.fence is not None and self._needs_fence(status):
             await self.provider.acquire_fence(zone, status.fence)
             status.fence_held = True
             log.info("fence acquired", zone=zone, generation=status.fence.generation)
 
+    async def _reconcile(self, zone: str, status: ZoneStatus) -> None:
+        """One zone, source to provider."""
+        await self._acquire_fence(zone, status)  # normally taken already, as the zone's first step
         registry = self.registry  # the owner id and managed types are the registry's (one home)
         view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
@@ -295,7 +321,7 @@ class Worker:
         owned = self.registry.with_ownership(planned, view)
         self._report_skipped(zone, owned.skipped)
         changes = owned.changes
-        counts = _counts(changes)
+        counts = counts_of(changes)
         if changes.is_empty() or self.options.dry_run:
             return counts
         if not self.may_write():
@@ -307,7 +333,7 @@ class Worker:
                 await self.provider.apply(zone, changes, status.fence)
         except RecordsRejectedError as exc:
             self._report_rejected(zone, exc.rejected)
-            counts = _counts(changes, {r.endpoint.key for r in exc.rejected})
+            counts = counts_of(changes, {r.endpoint.key for r in exc.rejected})
         except BatchRejectedError as exc:
             if len(planned) <= 1:
                 rejected = [
@@ -316,7 +342,7 @@ class Worker:
                 self._report_rejected(zone, rejected)
                 return {"create": 0, "update": 0, "delete": 0}
             counts = {"create": 0, "update": 0, "delete": 0}
-            for half in _halves(planned):
+            for half in halves(planned):
                 for kind, n in (await self._apply(zone, status, half, view)).items():
                     counts[kind] += n
             return counts
@@ -399,33 +425,3 @@ def _error_kind(exc: BaseException) -> str:
     if isinstance(exc, _NotWriting):
         return "self-fenced"
     return type(exc).__name__.removesuffix("Error").lower() or "error"
-
-
-def _counts(changes: Changes, rejected: Collection[tuple[str, str, str]] = ()) -> dict[str, int]:
-    def count(items: list[Endpoint]) -> int:
-        return sum(1 for e in items if e.key not in rejected)
-
-    return {
-        "create": count(changes.create),
-        "update": count(changes.update_new),
-        "delete": count(changes.delete),
-    }
-
-
-def _halves(changes: Changes) -> tuple[Changes, Changes]:
-    """Split a plan in two by position over create + update + delete, keeping each update's two sides."""
-    n_create, n_update = len(changes.create), len(changes.update_new)
-
-    def part(lo: int, hi: int) -> Changes:
-        def cut(items: list[Endpoint], start: int) -> list[Endpoint]:
-            return items[max(lo - start, 0) : max(hi - start, 0)]
-
-        return Changes(
-            create=cut(changes.create, 0),
-            update_old=cut(changes.update_old, n_create),
-            update_new=cut(changes.update_new, n_create),
-            delete=cut(changes.delete, n_create + n_update),
-        )
-
-    middle = len(changes) // 2
-    return part(0, middle), part(middle, len(changes))

@@ -6,7 +6,15 @@ import argparse
 
 import pytest
 
-from shardsync.config import FLAGS, ConfigError, Settings, configure, settings_fields, settings_from_args
+from shardsync.config import (
+    FLAGS,
+    ConfigError,
+    Settings,
+    configure,
+    settings_fields,
+    settings_from_args,
+    timings_of,
+)
 from shardsync.providers import rfc2136
 
 
@@ -81,6 +89,16 @@ def test_environment_fills_flags_and_command_line_wins() -> None:
     assert parse(["--no-dry-run", *FAKE], env).dry_run is False
 
 
+def test_timing_defaults_follow_whether_the_provider_fences() -> None:
+    fenced = timings_of(parse(FAKE))
+    assert (fenced.lease_duration, fenced.renew_interval, fenced.settle) == (3, 1.0, 0.5)
+    webhook = parse(["--provider=webhook", "--webhook-allow-unfenced"])
+    assert (webhook.lease_duration, webhook.renew_interval) == (None, None)  # unset: the provider decides
+    unfenced = timings_of(webhook)
+    assert (unfenced.lease_duration, unfenced.renew_interval, unfenced.settle) == (15, 5.0, 2.0)
+    assert timings_of(parse(["--lease-duration=10s", *FAKE])).lease_duration == 10
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -88,6 +106,7 @@ def test_environment_fills_flags_and_command_line_wins() -> None:
         ["--provider=rfc2136"],
         ["--provider=fake"],
         ["--renew-interval=20s", *FAKE],
+        ["--renew-interval=5s", "--lease-duration=5s", *FAKE],
         ["--concurrency=0", *FAKE],
     ],
 )

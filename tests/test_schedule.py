@@ -74,3 +74,14 @@ def test_removed_zone_is_never_handed_out() -> None:
     s.finished("a.com", now=1)  # a late finish of a released zone is ignored
     assert "a.com" not in s
     assert s.next_due() is None
+
+
+def test_a_requeued_zone_comes_after_every_zone_already_due() -> None:
+    s = ZoneSchedule(interval=60)
+    for zone in ("a.com", "b.com", "c.com"):
+        s.add(zone, now=0)
+    first = s.pop_due(1)
+    assert first is not None
+    s.requeue(first, now=1)  # its first step done: the rest waits for the others' first steps
+    assert drain(s, 1) == [*sorted({"a.com", "b.com", "c.com"} - {first}), first]
+    assert s.failures(first) == 0

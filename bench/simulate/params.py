@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardsync.sharding.assignment import PublisherConfig
+from shardsync.sharding.timings import FENCED
 
 INSTANCE = "shardsync"
 
@@ -30,12 +31,13 @@ def identity(ordinal: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """The shipped defaults (`--lease-duration 15s --renew-interval 5s --settle-delay 2s --restart-grace
-    30s`), and what a pod restart costs around the protocol."""
+    """The shipped defaults for a provider that fences its writes (shardsync.sharding.timings.FENCED:
+    `--lease-duration 3s --renew-interval 1s --settle-delay 500ms`, `--restart-grace 30s`), and what a pod
+    restart costs around the protocol."""
 
-    lease_duration: int = 15
-    renew_interval: float = 5.0
-    settle: float = 2.0
+    lease_duration: int = int(FENCED.lease_duration)
+    renew_interval: float = FENCED.renew_interval
+    settle: float = FENCED.settle
     restart_grace: float = 30.0
     # From a restarting replica's exit to its new process starting (pod deleted, recreated, Python started).
     restart_downtime: float = 5.0

@@ -64,7 +64,7 @@ class Replica:
 
     def _reset_process(self) -> None:
         """What a new process knows: nothing but its identity."""
-        self.tracker = LivenessTracker()
+        self.tracker = LivenessTracker(grace=self.c.timing.renew_interval)
         self.cursor = -1  # the API's write seq up to which the tracker has observed
         self.view: Assignment | None = None
         self.previous: Assignment | None = None

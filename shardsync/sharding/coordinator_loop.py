@@ -56,6 +56,7 @@ class Candidate:
             site.instance, site.identity, site.timings.lease_duration, site.timings.renew_deadline
         )
         self.changed = Notifier()
+        self.wake = Notifier()  # raise to run a round now (the coordinator Lease's holder changed)
         self.rounds = 0  # completed rounds (a read succeeded)
         self._was_leader = False
         self._holder = ""
@@ -81,13 +82,14 @@ class Candidate:
             initial=min(0.2, self.timings.renew_interval / 2), maximum=self.timings.renew_interval
         )
         while not self._closed:
+            ticket = self.wake.ticket()
             delay = await self._round()
             if delay is None:
                 delay = backoff.next()
             else:
                 backoff.reset()
             self._note_leadership()
-            await anyio.sleep(delay)
+            await self.wake.wait(ticket, delay)
 
     async def _round(self) -> float | None:
         """Read, decide, write. Returns the delay before the next round, None after a failure."""
@@ -189,6 +191,7 @@ class CoordinatorLoop:
         self.members = members
         self.watch = watch
         self.candidate = Candidate(site)
+        members.coordinator_changed.forward_to(self.candidate.wake)
         self.name = configmap_name(site.instance)
         self._wake = Notifier()
         for source in (self.candidate.changed, members.changed, watch.changed):
@@ -237,17 +240,25 @@ class CoordinatorLoop:
             return self.timings.renew_interval
         now = self.site.clock.monotonic()
         pins = dict(publisher.current.pins) if publisher.current is not None else {}
-        proposal = publisher.observe(self.members.statuses(), pins, now, self.site.clock.now())
+        statuses = self.members.statuses()
+        proposal = publisher.observe(statuses, pins, now, self.site.clock.now())
         if publisher.problems != self._problems:
             self._problems = list(publisher.problems)
             for problem in self._problems:
                 log.warning("pin problem", problem=problem)
         if proposal is not None and self.candidate.is_leader():
             await self._write(publisher, proposal)
+        # Act on an expiry when it happens, not at the next round: wake when the first live member's
+        # lease runs out unless it renews first (a renewal raises `members.changed` anyway).
+        # An expiry already past on our clock waits for the view to catch up (a member event wakes us).
+        now = self.site.clock.monotonic()
+        wakes = [s.expires_at() for s in statuses.values() if s.live and s.expires_at() > now]
         wake = publisher.next_wakeup()
-        if wake is None:
+        if wake is not None:
+            wakes.append(wake)
+        if not wakes:
             return self.timings.renew_interval
-        return max(0.0, min(self.timings.renew_interval, wake - self.site.clock.monotonic()))
+        return max(0.0, min(self.timings.renew_interval, min(wakes) - now))
 
     def _stored_changed(self) -> bool:
         """Someone else wrote the ConfigMap (an operator, a deposed coordinator, a corruption): re-read."""

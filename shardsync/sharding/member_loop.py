@@ -32,6 +32,7 @@ from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import LEASES
 from shardsync.sharding.clock import Clock
+from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.membership import (
     LivenessTracker,
     MalformedLease,
@@ -68,8 +69,13 @@ class MemberLoop:
         self.timings = site.timings
         self.clock: Clock = site.clock
         self.name = member_lease_name(site.instance, site.identity)
-        self.tracker = LivenessTracker()
+        self.tracker = LivenessTracker(grace=site.timings.renew_interval)
         self.changed = Notifier()  # a member lease changed, or our own renewal succeeded
+        # The coordinator Lease shares the member Leases' labels, so this watch sees it too: raised when
+        # its holder changes (taken, released), so candidates try at once instead of at their next round.
+        self.coordinator_changed = Notifier()
+        self._coordinator_name = coordinator_lease_name(site.instance)
+        self._coordinator_holder: str | None = None
         self.last_renewed: float | None = None
         self.fence_epoch = 0
         self._weight = site.weight
@@ -169,7 +175,10 @@ class MemberLoop:
             ticket = self._wake.ticket()
             if await self._write():
                 backoff.reset()
-                delay = self.timings.renew_interval
+                # A fixed schedule from when the renewal was sent: a slow answer must not push every
+                # later renewal back (with a 3 s lease, a second of drift is a third of the margin).
+                sent = self.last_renewed if self.last_renewed is not None else self.clock.monotonic()
+                delay = max(0.0, sent + self.timings.renew_interval - self.clock.monotonic())
             else:
                 delay = backoff.next()
             await self._wake.wait(ticket, delay)
@@ -312,9 +321,11 @@ class MemberLoop:
 
     def _on_change(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         now = self.clock.monotonic()
+        if _name(new or old) == self._coordinator_name:
+            self._coordinator_seen(new)
+            return
         if new is None:
-            name = str(((old or {}).get("metadata") or {}).get("name") or "")
-            identity = identity_from_name(self.instance, name)
+            identity = identity_from_name(self.instance, _name(old))
             if identity is not None:
                 self.tracker.forget(identity)
                 log.info("member lease gone", member=identity)
@@ -335,6 +346,13 @@ class MemberLoop:
                 )
         self.changed.notify()
 
+    def _coordinator_seen(self, obj: dict[str, Any] | None) -> None:
+        spec = (obj or {}).get("spec")
+        holder = str(spec.get("holderIdentity") or "") if isinstance(spec, dict) else ""
+        if holder != self._coordinator_holder:
+            self._coordinator_holder = holder
+            self.coordinator_changed.notify()
+
     def _resynced(self, objects: Iterable[dict[str, Any]], sent: float) -> None:
         leases = []
         for obj in objects:
@@ -344,6 +362,11 @@ class MemberLoop:
                 continue
         self.tracker.resync(leases, sent)
         self.changed.notify()
+
+
+def _name(obj: dict[str, Any] | None) -> str:
+    metadata = (obj or {}).get("metadata")
+    return str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
 
 
 def _instant(stamp: str) -> object:

@@ -323,12 +323,20 @@ class LivenessTracker:
     silently stalls freezes every member as it was instead of expiring them all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, grace: float = 0.0) -> None:
         self._seen: dict[str, tuple[MemberLease, float]] = {}
         self.synced_at: float | None = None
+        # Post-outage grace: after the view was stale for longer than `grace` (an API outage, a stalled
+        # watch), an expiry counts only if it persists `grace` after the view became current again, so
+        # peers get one renew interval to show they are alive rather than being judged on the gap.
+        self.grace = grace
+        self.current_since: float | None = None
 
     def mark_synced(self, at: float) -> None:
         """The view is known to hold every change made before monotonic time `at`."""
+        stale = self.synced_at is None or at - self.synced_at > 2 * self.grace
+        if self.grace > 0 and stale and math.isfinite(at):
+            self.current_since = at
         self.synced_at = at if self.synced_at is None else max(self.synced_at, at)
 
     def view_time(self, now: float) -> float:
@@ -368,6 +376,9 @@ class LivenessTracker:
         if seen is None:
             return None
         lease, changed = seen
+        if self.current_since is not None:
+            # judged as if last seen no earlier than `grace` before the view's current period + the lease
+            changed = max(changed, self.current_since + self.grace - lease.lease_duration)
         as_of = self.view_time(now)
         held = bool(lease.holder)
         live = held and as_of < changed + lease.lease_duration

@@ -188,6 +188,37 @@ def test_a_member_expires_a_lease_duration_after_the_last_change_we_saw() -> Non
     assert status.expires_at(margin=2) == status.last_change + 17
 
 
+def test_after_an_outage_an_expiry_counts_only_once_it_persists_a_renew_interval() -> None:
+    # The API was unreachable for 10 s: nobody's renewal got through, ours neither. When the view is current
+    # again, peers get one renew interval to show up before any of them counts as expired.
+    clock = FakeClock()
+    tracker = LivenessTracker(grace=1.0)
+    lease = MemberLease.new(INSTANCE, "dns-0", clock.now(), lease_duration=3)
+    start = clock.monotonic()
+    tracker.resync([lease], start)
+    for _ in range(3):  # renewals echoed every second: the view stays current, no grace
+        clock.advance(1)
+        tracker.mark_synced(clock.monotonic())
+    assert tracker.current_since == start
+    clock.advance(10)  # the outage: no echo, no renewal
+    tracker.mark_synced(clock.monotonic())  # our first renewal after it comes back through the watch
+    status = tracker.status("dns-0", clock.monotonic())
+    assert status is not None and status.live  # silent for 13 s, but the view was stale for 10 of them
+    clock.advance(0.9)
+    tracker.observe(renewal(lease, 1), clock.monotonic())  # it renews within the grace: never expired
+    status = tracker.status("dns-0", clock.monotonic())
+    assert status is not None and status.live
+    # A member that stays silent expires a renew interval after the view became current.
+    other = MemberLease.new(INSTANCE, "dns-1", clock.now(), lease_duration=3)
+    tracker.observe(other, start)
+    status = tracker.status("dns-1", clock.monotonic())
+    assert status is not None and status.live and status.expires_at() == start + 13.0 + 1.0
+    clock.advance(0.2)
+    tracker.mark_synced(clock.monotonic())
+    status = tracker.status("dns-1", clock.monotonic())
+    assert status is not None and status.state is MemberState.EXPIRED
+
+
 def test_remote_timestamps_and_our_wall_clock_do_not_matter() -> None:
     clock = FakeClock()
     tracker = current_view()

@@ -104,6 +104,28 @@ async def test_fenced_write_drops_the_zone() -> None:
     assert ("www.ex.com", "A") not in names(store)
 
 
+async def test_zones_gained_at_once_are_all_fenced_before_any_is_written() -> None:
+    # A replica taking over a failed peer's zones must hold all of them at the provider quickly: with
+    # fence, read and write in one pass per zone, the last fence would wait for every other zone's write.
+    store = FakeStore(limits=Limits(latency=0.005))
+    zones = [f"z{i:02d}.com" for i in range(20)]
+    for zone in zones:
+        store.add_zone(zone)
+    desired = DesiredIndex(zones)
+    for i, zone in enumerate(zones):
+        desired.set_object(f"service/default/s{i}", [svc(f"s{i}", f"www.{zone}", "192.0.2.1")])
+    worker = make(store, desired)
+    async with running(worker):
+        for zone in zones:
+            worker.own(zone, FenceToken(3, "r0"))
+        await eventually(lambda: all(("www." + z, "A") in names(store, z) for z in zones))
+    fences = [e for e in store.audit() if e.op == "fence"]
+    applies = [e for e in store.audit() if e.op == "apply"]
+    assert sorted(e.zone for e in fences) == zones  # each fence taken once
+    # every fence was under way before any zone was written (the last few overlap the first writes)
+    assert max(e.start for e in fences) <= min(e.start for e in applies)
+
+
 async def test_failing_zone_backs_off_and_does_not_block_others() -> None:
     store = FakeStore(faults=Faults(fail_zones=frozenset({"bad.com"})))
     store.add_zone(ZONE)
