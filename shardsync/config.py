@@ -29,7 +29,7 @@ from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TI
 from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.table import PROVIDERS
-from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE
+from shardsync.sharding.publisher import DEFAULT_RESTART_GRACE
 from shardsync.sharding.timings import FENCED, UNFENCED, Timings
 from shardsync.sources import table as source_table
 from shardsync.sources.filters import regex

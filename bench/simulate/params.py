@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.sharding.assignment import PublisherConfig
+from shardsync.sharding.publisher import PublisherConfig
 from shardsync.sharding.timings import FENCED
 
 INSTANCE = "shardsync"

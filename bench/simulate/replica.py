@@ -37,10 +37,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bench.simulate.params import INSTANCE
-from shardsync.sharding.assignment import Assignment, Publisher, is_successor
+from shardsync.sharding.assignment import Assignment, is_successor
 from shardsync.sharding.election import Action, Election
 from shardsync.sharding.handoff import handoff, may_acquire
 from shardsync.sharding.membership import LivenessTracker, MemberLease
+from shardsync.sharding.publisher import Publisher
 
 if TYPE_CHECKING:
     from bench.simulate.cluster import Cluster
@@ -395,7 +396,9 @@ class Replica:
             self.publisher = None
             return
         if self.publisher is None:
-            self.publisher = Publisher(self.identity, self.c.timing.publisher_config(), self.c.api.assignment)
+            self.publisher = Publisher(
+                self.identity, self.c.timing.publisher_config(), self.c.api.assignment, lambda: self.c.zones
+            )
         publisher = self.publisher
         self.sync()
         pins = dict(publisher.current.pins) if publisher.current is not None else {}

@@ -1,10 +1,12 @@
 """The assignment (what the coordinator publishes) and the coordinator's decision of when to publish.
 
-`Assignment` is the content of the ConfigMap `<instance>-assignment` (design §2): generation, members
-(identity, weight), ring parameters, pins (zone → identity), createdAt and the coordinator that wrote it. It
-lists no zones: every replica builds the same `Ring` from it and computes `owner_of(zone)` locally.
-`from_configmap_data` rejects anything it cannot trust with `CorruptAssignment`; the caller then keeps its
-last good view (rule 5: never act on a view you cannot read).
+`Assignment` is the content of the ConfigMap `<instance>-assignment` (design §2): version, generation,
+members (identity, weight), the slot table (sharding/slots.py: per slot, the index of its member), pins
+(zone → identity), createdAt and the coordinator that wrote it. It lists no zones: every replica computes
+`owner_of(zone)` locally from the table. Version 1 documents (a ring instead of a slot table, written by
+earlier builds) are still read: their owners come from `Ring`. `from_configmap_data` rejects anything it
+cannot trust, an unknown version included, with `CorruptAssignment`; the caller then keeps its last good
+view (rule 5: never act on a view you cannot read).
 
 Parking needs nothing more in the document: a restarting member simply stays listed (so its zones stay
 on it) until its grace runs out; that its zones are "parked" rather than active is read from its member
@@ -16,26 +18,20 @@ Pins. A pin whose member is absent from the assignment is kept in the published 
 DNS updates for it until someone notices; re-hashing it silently would hide the mistake. Kept in the document,
 the pin takes effect again by itself when its member comes back.
 
-`Publisher` is the coordinator's brain as a pure state machine (rules 2, 6, 7): fed the members it sees and
-the pins, it proposes generation g+1 only when the membership (live, non-draining members, and restarting
-ones within their grace), a weight, a pin or the ring parameters changed, once the change has been quiet for
-`settle` seconds (a burst — a rolling restart, scaling by several — makes one generation), or at the latest
-`max_delay` after the first unpublished change.
+When to publish and what (the coordinator's Publisher) is sharding/publisher.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 import orjson
 
 from shardsync.endpoint import normalize_name
-from shardsync.sharding.clock import rfc3339
-from shardsync.sharding.membership import MemberStatus, labels
+from shardsync.sharding.membership import labels
 from shardsync.sharding.ring import (
     InvalidRing,
     Move,
@@ -45,10 +41,11 @@ from shardsync.sharding.ring import (
     moves_between,
     weight_error,
 )
-from shardsync.sharding.states import MemberState
+from shardsync.sharding.slots import decode, encode, rebalance, slot_of
 
 CONFIGMAP_KEY = "assignment.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # what this build writes: the slot table
+RING_VERSION = 1  # read still: a consistent-hash ring, no slot table
 
 
 class CorruptAssignment(ValueError):
@@ -73,8 +70,9 @@ class Explanation:
     owner: str | None
     pinned_to: str | None  # the pin, if any, whether or not it took effect
     pin_effective: bool
-    placement: Placement | None  # where the ring would put it (None: no members)
+    placement: Placement | None  # where the ring would put it (None: no members, or a slot table)
     reason: str
+    slot: int | None = None  # its slot in the slot table (None: a version-1 ring assignment)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +82,7 @@ class Layout:
     members: tuple[Member, ...]
     ring: RingParams
     pins: tuple[tuple[str, str], ...]
+    slotted: bool = True  # owners come from a slot table (False: a version-1 ring; republished as slots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +93,7 @@ class Assignment:
     pins: Mapping[str, str] = field(default_factory=dict, hash=False)
     created_at: str = ""
     coordinator: str = ""
+    slots: tuple[str, ...] = ()  # owner per slot; () in a version-1 document (the ring decides)
     _ring: Ring = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -114,6 +114,12 @@ class Assignment:
             ring = Ring({m.identity: m.weight for m in members}, self.ring)
         except InvalidRing as e:
             raise CorruptAssignment(str(e)) from None
+        strays = set(self.slots) - set(identities)
+        if strays:
+            raise CorruptAssignment(f"slots name members not in the assignment: {sorted(strays)[:3]}")
+        if self.slots and len(self.slots) & (len(self.slots) - 1):
+            raise CorruptAssignment(f"{len(self.slots)} slots is not a power of two")
+        object.__setattr__(self, "slots", tuple(self.slots))
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "pins", MappingProxyType(dict(sorted(pins.items()))))
         object.__setattr__(self, "_ring", ring)
@@ -124,7 +130,7 @@ class Assignment:
 
     @property
     def layout(self) -> Layout:
-        return Layout(self.members, self.ring, tuple(self.pins.items()))
+        return Layout(self.members, self.ring, tuple(self.pins.items()), bool(self.slots) or not self.members)
 
     def owner_of(self, zone: str) -> str | None:
         """The member that owns `zone`: its pin when the pinned member is present, else its ring owner."""
@@ -132,6 +138,8 @@ class Assignment:
             pinned = self.pins.get(normalize_name(zone))
             if pinned is not None and pinned in self._ring.members:
                 return pinned
+        if self.slots:
+            return self.slots[slot_of(zone, len(self.slots))]
         return self._ring.owner_of(zone)
 
     def zones_of(self, identity: str, zones: Iterable[str]) -> set[str]:
@@ -140,22 +148,34 @@ class Assignment:
 
     def explain(self, zone: str) -> Explanation:
         name = normalize_name(zone)
-        placement = self._ring.explain(name)
         pinned = self.pins.get(name)
         owner = self.owner_of(name)
+        slot = slot_of(name, len(self.slots)) if self.slots else None
+        placement = None if self.slots else self._ring.explain(name)
         if pinned is not None and pinned == owner:
             reason = f"pinned to {pinned}"
-        elif placement is None:
+        elif owner is None:
             reason = "no members: nobody owns it"
+        elif slot is not None:
+            held = sum(1 for o in self.slots if o == owner)
+            reason = (
+                f"hashes to slot {slot} of {len(self.slots)}; the coordinator gave that slot to {owner} "
+                f"({held} slots, balanced on the zones it knew; a slot moves only from a member that left "
+                "or to one that joined)"
+            )
         else:
+            assert placement is not None
             reason = (
                 f"hashes to {placement.zone_point:x}, next ring point {placement.ring_point:x} belongs to "
                 f"{placement.owner} (weight {placement.weight}, {placement.points} points, "
                 f"{placement.share:.1%} of the ring)"
             )
-            if pinned is not None:
-                reason = f"pinned to {pinned}, which is not a member: ring owner used; " + reason
-        return Explanation(name, owner, pinned, pinned is not None and pinned == owner, placement, reason)
+        if pinned is not None and pinned != owner:
+            used = "slot owner used" if slot is not None else "ring owner used"
+            reason = f"pinned to {pinned}, which is not a member: {used}; " + reason
+        return Explanation(
+            name, owner, pinned, pinned is not None and pinned == owner, placement, reason, slot
+        )
 
     def pin_problems(self) -> list[str]:
         """Pins that do not take effect (their member is absent), one message each."""
@@ -169,24 +189,31 @@ class Assignment:
         """Zones whose owner differs between this assignment and `other`."""
         return moves_between(self.owner_of, other.owner_of, zones)
 
-    def with_members(self, members: Iterable[Member]) -> Assignment:
-        """The same assignment over other members (for `--what-if-replicas`); same generation, never
-        published."""
+    def with_members(self, members: Iterable[Member], zones: Iterable[str] = ()) -> Assignment:
+        """The assignment over other members (for `--what-if-replicas`): the slot table rebalanced on
+        `zones` as the coordinator would (slots move only from members gone and to members new), or the
+        same ring; same generation, never published."""
+        chosen = tuple(members)
+        slots: tuple[str, ...] = ()
+        if chosen and self.slots:  # a version-1 ring stays a ring
+            weights = {m.identity: m.weight for m in chosen}
+            slots = rebalance(self.slots, weights, zones).owners
         return Assignment(
-            self.generation, tuple(members), self.ring, self.pins, self.created_at, self.coordinator
+            self.generation, chosen, self.ring, self.pins, self.created_at, self.coordinator, slots
         )
 
     # --- the ConfigMap --------------------------------------------------------------------------------
 
     def to_document(self) -> dict[str, Any]:
         return {
-            "version": FORMAT_VERSION,
+            "version": FORMAT_VERSION if self.slots else RING_VERSION,
             "generation": self.generation,
             "createdAt": self.created_at,
             "coordinator": self.coordinator,
             "ring": {"hash": self.ring.hash, "vnodes": self.ring.vnodes},
             "members": [{"identity": m.identity, "weight": m.weight} for m in self.members],
             "pins": dict(self.pins),
+            "slots": encode(self.slots, [m.identity for m in self.members]),
         }
 
     def to_configmap_data(self) -> dict[str, str]:
@@ -222,8 +249,11 @@ class Assignment:
         if not isinstance(doc, dict):
             raise CorruptAssignment("the assignment is not a JSON object")
         version = doc.get("version")
-        if version != FORMAT_VERSION:
-            raise CorruptAssignment(f"unsupported assignment version {version!r} (this build reads 1)")
+        if version not in (RING_VERSION, FORMAT_VERSION) or isinstance(version, bool):
+            raise CorruptAssignment(
+                f"unsupported assignment version {version!r} (this build reads {RING_VERSION} and "
+                f"{FORMAT_VERSION})"
+            )
         generation = _field(doc, "generation", int)
         if generation < 1:
             raise CorruptAssignment(f"generation must be at least 1, got {generation}")
@@ -245,6 +275,12 @@ class Assignment:
                 raise CorruptAssignment(f"member {identity}: {problem}")
             members.append(Member(identity, weight))
         pins = _field(doc, "pins", dict)
+        slots: tuple[str, ...] = ()
+        if version == FORMAT_VERSION:
+            decoded = decode(doc.get("slots"), sorted(m.identity for m in members))
+            if isinstance(decoded, str):
+                raise CorruptAssignment(decoded)
+            slots = decoded
         return cls(
             generation=generation,
             members=tuple(members),
@@ -252,6 +288,7 @@ class Assignment:
             pins=pins,
             created_at=_field(doc, "createdAt", str),
             coordinator=_field(doc, "coordinator", str),
+            slots=slots,
         )
 
 
@@ -285,132 +322,3 @@ def validate_pins(pins: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
         else:
             valid[name] = identity
     return valid, problems
-
-
-DEFAULT_SETTLE = 2.0  # --settle-delay
-DEFAULT_RESTART_GRACE = 30.0  # --restart-grace
-
-
-@dataclass(frozen=True, slots=True)
-class PublisherConfig:
-    settle: float = DEFAULT_SETTLE  # quiet period that ends a burst of changes
-    max_delay: float = 10.0  # publish by then even if changes keep coming
-    restart_grace: float = DEFAULT_RESTART_GRACE  # how long a restarting member's zones stay parked for it
-    ring: RingParams = field(default_factory=RingParams)
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.settle <= self.max_delay:
-            raise ValueError("settle must be between 0 and max_delay")
-        if self.restart_grace < 0:
-            raise ValueError("restart_grace must not be negative")
-
-
-@dataclass(slots=True)
-class _Pending:
-    layout: Layout
-    first_change: float  # when the layout first differed from the published one
-    last_change: float  # when the desired layout last changed
-
-
-class Publisher:
-    """Decides when the coordinator publishes a new generation, and what it holds.
-
-    Round: `proposal = observe(statuses, pins, now, wall)`; when not None, write it (create, or replace
-    with the stored resourceVersion); on success `committed(proposal)`; on 409 read the stored one and
-    `reset(stored)`. Until committed, every call proposes again (with the latest view), so a failed write
-    is simply retried on the next round. `statuses` come from the coordinator's LivenessTracker
-    (`statuses(now)`, judged at the time its view was last known current); call `observe` only once the
-    leases have been listed: a member missing from `statuses` counts as gone. `next_wakeup()` says when to
-    call again without events.
-    """
-
-    def __init__(
-        self, identity: str, config: PublisherConfig | None = None, stored: Assignment | None = None
-    ):
-        self.identity = identity
-        self.config = config if config is not None else PublisherConfig()
-        self.current = stored  # the last generation known to be written (rule 7: failover continues here)
-        self._pending: _Pending | None = None
-        self._restarting_since: dict[str, float] = {}
-        self._highest_acked = 0
-        self.problems: list[str] = []  # what the last `observe` found wrong with the pins, for the log
-
-    def _members(self, statuses: Mapping[str, MemberStatus], now: float) -> tuple[Member, ...]:
-        """Who belongs in the assignment at `now`: ready members, and restarting members that are already
-        in it for up to `restart_grace` after the coordinator first saw them restarting (their zones
-        stay parked for them). Draining and expired members are left out."""
-        current_ids = self.current.identities if self.current is not None else frozenset()
-        for identity in list(self._restarting_since):
-            status = statuses.get(identity)
-            if status is None or status.state is not MemberState.RESTARTING:
-                del self._restarting_since[identity]
-        members = []
-        for identity, status in sorted(statuses.items()):
-            if status.state is MemberState.READY:
-                members.append(Member(identity, status.weight))
-            elif status.state is MemberState.RESTARTING and identity in current_ids:
-                since = self._restarting_since.setdefault(identity, now)
-                if now - since < self.config.restart_grace:
-                    members.append(Member(identity, status.weight))
-        return tuple(members)
-
-    def observe(
-        self, statuses: Mapping[str, MemberStatus], pins: Mapping[str, str], now: float, wall: datetime
-    ) -> Assignment | None:
-        """The assignment to publish now, or None when nothing is to be published yet."""
-        for status in statuses.values():
-            if status.observed_generation is not None:
-                self._highest_acked = max(self._highest_acked, status.observed_generation)
-        members = self._members(statuses, now)
-        valid_pins, self.problems = validate_pins(pins)
-        layout = Layout(members, self.config.ring, tuple(sorted(valid_pins.items())))
-        ids = {m.identity for m in members}
-        self.problems += [
-            f"zone {zone} is pinned to {identity}, which is not a member; its ring owner serves it"
-            for zone, identity in layout.pins
-            if identity not in ids
-        ]
-        if self.current is not None and self.current.layout == layout:
-            self._pending = None
-            return None
-        if self._pending is None:
-            self._pending = _Pending(layout, now, now)
-        elif self._pending.layout != layout:
-            self._pending.layout = layout
-            self._pending.last_change = now
-        pending = self._pending
-        if now < min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay):
-            return None
-        return Assignment(
-            generation=self.next_generation(),
-            members=layout.members,
-            ring=layout.ring,
-            pins=dict(layout.pins),
-            created_at=rfc3339(wall),
-            coordinator=self.identity,
-        )
-
-    def next_generation(self) -> int:
-        """One above the stored generation, and above any generation a member has acknowledged: even if the
-        ConfigMap was lost or unreadable, generations never go backwards."""
-        stored = self.current.generation if self.current is not None else 0
-        return max(stored, self._highest_acked) + 1
-
-    def committed(self, assignment: Assignment) -> None:
-        """The proposal was written: it is now the generation to build on."""
-        self.current = assignment
-        if self._pending is not None and self._pending.layout == assignment.layout:
-            self._pending = None
-
-    def reset(self, stored: Assignment | None) -> None:
-        """Someone else's write won (409): continue from what is stored."""
-        self.current = stored
-
-    def next_wakeup(self) -> float | None:
-        """The monotonic time at which `observe` may decide differently with no new event: the end of the
-        settle delay, or the end of a restarting member's grace."""
-        times = [since + self.config.restart_grace for since in self._restarting_since.values()]
-        if self._pending is not None:
-            p = self._pending
-            times.append(min(p.last_change + self.config.settle, p.first_change + self.config.max_delay))
-        return min(times) if times else None

@@ -15,6 +15,7 @@ generation), which the coordinator then continues from.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import anyio
@@ -25,12 +26,13 @@ from shardsync.kube import KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, LEASES, resource_version
-from shardsync.sharding.assignment import Assignment, CorruptAssignment, Publisher, configmap_name
+from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.clock import Clock
 from shardsync.sharding.election import Action, CoordinatorLease, Election, coordinator_lease_name
 from shardsync.sharding.member_loop import RENEW_FAILURES, MemberLoop
 from shardsync.sharding.membership import MalformedLease
+from shardsync.sharding.publisher import Publisher
 from shardsync.sharding.site import Site
 
 log = get_logger(__name__)
@@ -200,6 +202,8 @@ class CoordinatorLoop:
         self._rv: str | None = None  # resourceVersion of the ConfigMap as we last read or wrote it
         self._watch_rv: str | None = None  # the watch's resourceVersion we last reacted to
         self._problems: list[str] = []
+        # The zones this replica knows (its provider's), for the slot table's balance; set by the owner.
+        self.zones: Callable[[], Iterable[str]] = tuple
 
     def is_leader(self) -> bool:
         return self.candidate.is_leader()
@@ -283,7 +287,9 @@ class CoordinatorLoop:
             except CorruptAssignment as exc:
                 stored = self._repair_base(str(exc))
         if self._publisher is None:
-            self._publisher = Publisher(self.site.identity, self.timings.publisher_config(), stored)
+            self._publisher = Publisher(
+                self.site.identity, self.timings.publisher_config(), stored, lambda: self.zones()
+            )
             log.info(
                 "publishing assignments",
                 generation=stored.generation if stored else 0,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from shardsync.sharding.assignment import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE, PublisherConfig
+from shardsync.sharding.publisher import DEFAULT_RESTART_GRACE, DEFAULT_SETTLE, PublisherConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from bench.simulate.params import (
 from bench.simulate.runner import run_matrix
 from bench.simulate.scenarios import Outcome, simulate
 from bench.simulate.zones import ZoneBook
+from shardsync.sharding.timings import Timings
 
 BOOK = ZoneBook()
 ROW_KEYS = {
@@ -156,12 +157,10 @@ def test_a_rolling_restart_moves_nothing_and_parks_each_replicas_zones_for_its_d
 
 def test_steady_rates_are_one_write_per_lease_per_renew_interval() -> None:
     row = run(JOIN, replicas=10, zones=1000).row
-    # 10 member Leases and the coordinator Lease, each written every 5 s; each replica watches all 11.
-    assert row["lease_writes_per_second"] == pytest.approx(11 / 5)
-    assert row["watch_events_per_second_per_replica"] == pytest.approx(11 / 5)
-    assert row["watch_deliveries_per_second"] == pytest.approx(10 * 11 / 5)
-    # Every replica acknowledged generation 1 at one instant, which restarted every renew timer at once:
-    # from then on the renewals come together, all in one second of every five.
+    # 10 member Leases and the coordinator Lease, each written every second; each replica watches all 11.
+    assert row["lease_writes_per_second"] == pytest.approx(11 / 1)
+    assert row["watch_events_per_second_per_replica"] == pytest.approx(11 / 1)
+    assert row["watch_deliveries_per_second"] == pytest.approx(10 * 11 / 1)
     assert row["watch_events_per_second_per_replica_steady_peak"] >= 10
     # The join: every replica (11) acknowledges the new generation, plus the ConfigMap write.
     assert row["watch_events_per_second_per_replica_peak"] >= 12
@@ -213,12 +212,17 @@ def test_cli_picks_the_matrix(tmp_path: Path) -> None:
 
 
 def test_timing_matches_the_shipped_derivation() -> None:
-    # Timings.derive(15, 5, 2, 30), as shardsync derives them from its default flags.
+    # As shardsync derives them from its default flags with a fencing provider.
     t = Timing()
-    assert (t.fence_margin, t.acquire_margin, t.renew_deadline) == (3.0, 2.25, 10.0)
-    assert (t.max_delay, t.drain_timeout) == (10.0, 9.5)
-    config = t.publisher_config()
-    assert (config.settle, config.max_delay, config.restart_grace) == (2.0, 10.0, 30.0)
+    shipped = Timings.resolve(True)
+    assert (t.lease_duration, t.renew_interval, t.settle) == (3, 1.0, 0.5)
+    assert (t.fence_margin, t.acquire_margin, t.renew_deadline) == (
+        shipped.fence_margin,
+        shipped.acquire_margin,
+        shipped.renew_deadline,
+    )
+    assert (t.max_delay, t.drain_timeout) == (10.0, shipped.drain_timeout)
+    assert t.publisher_config() == shipped.publisher_config()
 
 
 def test_counts_and_table_formatting() -> None:

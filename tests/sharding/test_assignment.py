@@ -14,13 +14,13 @@ from shardsync.sharding.assignment import (
     Assignment,
     CorruptAssignment,
     Member,
-    Publisher,
-    PublisherConfig,
     is_successor,
     validate_pins,
 )
 from shardsync.sharding.clock import FakeClock
+from shardsync.sharding.publisher import Publisher, PublisherConfig
 from shardsync.sharding.ring import Ring, RingParams
+from shardsync.sharding.slots import rebalance
 from shardsync.sharding.states import MemberState
 
 from .helpers import ready, status
@@ -87,7 +87,11 @@ def corrupt(**changes: Any) -> dict[str, str]:
         ({}, "no 'assignment.json' key"),
         ({CONFIGMAP_KEY: "{not json"}, "is not JSON"),
         ({CONFIGMAP_KEY: "[1, 2]"}, "not a JSON object"),
-        (corrupt(version=2), "unsupported assignment version"),
+        (corrupt(version=3), "unsupported assignment version"),
+        (corrupt(version="2"), "unsupported assignment version"),
+        (corrupt(version=2, slots=[0, 1, 0]), "power of two"),
+        (corrupt(version=2, slots=[0, 99]), r"slots\[1\] = 99 names no member"),
+        (corrupt(version=2, slots=[0, True]), "names no member"),
         (corrupt(generation=...), "'generation' must be int"),
         (corrupt(generation="5"), "'generation' must be int"),
         (corrupt(generation=True), "'generation' must be int"),
@@ -343,13 +347,25 @@ def test_a_restarting_member_that_was_never_published_is_not_added() -> None:
 
 def test_a_new_coordinator_continues_from_the_stored_generation() -> None:
     clock = FakeClock()
-    stored = Assignment(7, (Member("a"), Member("b")), created_at="x", coordinator="old")
+    table = rebalance([], {"a": 1, "b": 1}).owners
+    stored = Assignment(7, (Member("a"), Member("b")), created_at="x", coordinator="old", slots=table)
     pub = Publisher("b", stored=stored)
     for _ in range(10):
         assert pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
         clock.advance(1)
     g = publish(pub, clock, ready("b"))
     assert g.generation == 8 and g.coordinator == "b"
+
+
+def test_a_stored_ring_assignment_is_republished_as_a_slot_table() -> None:
+    # Version 1 (a ring, written by an earlier build) is read, and replaced by the next coordinator.
+    clock = FakeClock()
+    stored = Assignment(7, (Member("a"), Member("b")), created_at="x", coordinator="old")
+    assert stored.to_document()["version"] == 1 and Assignment.from_document(stored.to_document()) == stored
+    g = publish(Publisher("b", stored=stored), clock, ready("a", "b"))
+    assert g.generation == 8 and len(g.slots) == 1024 and set(g.slots) == {"a", "b"}
+    assert g.to_document()["version"] == 2
+    assert Assignment.from_configmap_data(g.to_configmap_data()) == g
 
 
 def test_generations_never_go_backwards_even_without_a_stored_assignment() -> None:

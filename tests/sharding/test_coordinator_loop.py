@@ -118,7 +118,9 @@ async def test_the_coordinator_publishes_and_continues_from_the_stored_generatio
         assert body["metadata"]["labels"]["app.kubernetes.io/name"] == "shardsync"
 
         # An operator pins a zone and writes generation 10 by hand; the coordinator builds on it.
-        pinned = Assignment(10, first.members, first.ring, {"pinned.example": "p1"}, "", "operator")
+        pinned = Assignment(
+            10, first.members, first.ring, {"pinned.example": "p1"}, "", "operator", first.slots
+        )
         body["data"] = pinned.to_configmap_data()
         await admin.replace(CONFIGMAPS, configmap_name(INSTANCE), body, namespace=NAMESPACE)
         await anyio.sleep(5 * RENEW)

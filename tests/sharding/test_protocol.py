@@ -14,10 +14,11 @@ from dataclasses import dataclass, field, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.sharding.assignment import Assignment, Publisher, PublisherConfig, is_successor
+from shardsync.sharding.assignment import Assignment, is_successor
 from shardsync.sharding.clock import FakeClock
 from shardsync.sharding.handoff import handoff, may_acquire
 from shardsync.sharding.membership import LivenessTracker, MemberLease, may_write
+from shardsync.sharding.publisher import Publisher, PublisherConfig
 
 LEASE = 15
 RENEW_EVERY = 5.0

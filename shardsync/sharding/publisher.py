@@ -1,0 +1,158 @@
+"""The coordinator's decision of when to publish a new generation of the assignment, and what it holds.
+
+`Publisher` is the coordinator's brain as a pure state machine (rules 2, 6, 7): fed the members it sees and
+the pins, it proposes generation g+1 only when the membership (live, non-draining members, and restarting
+ones within their grace), a weight, a pin or the ring parameters changed, once the change has been quiet for
+`settle` seconds (a burst — a rolling restart, scaling by several — makes one generation), or at the latest
+`max_delay` after the first unpublished change. The proposal's slot table is the stored one rebalanced
+(sharding/slots.py) on the zones the coordinator knows: slots move only from members gone and to members new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shardsync.sharding.assignment import Assignment, Layout, Member, validate_pins
+from shardsync.sharding.clock import rfc3339
+from shardsync.sharding.membership import MemberStatus
+from shardsync.sharding.ring import RingParams
+from shardsync.sharding.slots import rebalance
+from shardsync.sharding.states import MemberState
+
+DEFAULT_SETTLE = 2.0  # --settle-delay
+DEFAULT_RESTART_GRACE = 30.0  # --restart-grace
+
+
+@dataclass(frozen=True, slots=True)
+class PublisherConfig:
+    settle: float = DEFAULT_SETTLE  # quiet period that ends a burst of changes
+    max_delay: float = 10.0  # publish by then even if changes keep coming
+    restart_grace: float = DEFAULT_RESTART_GRACE  # how long a restarting member's zones stay parked for it
+    ring: RingParams = field(default_factory=RingParams)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.settle <= self.max_delay:
+            raise ValueError("settle must be between 0 and max_delay")
+        if self.restart_grace < 0:
+            raise ValueError("restart_grace must not be negative")
+
+
+@dataclass(slots=True)
+class _Pending:
+    layout: Layout
+    first_change: float  # when the layout first differed from the published one
+    last_change: float  # when the desired layout last changed
+
+
+class Publisher:
+    """Decides when the coordinator publishes a new generation, and what it holds.
+
+    Round: `proposal = observe(statuses, pins, now, wall)`; when not None, write it (create, or replace
+    with the stored resourceVersion); on success `committed(proposal)`; on 409 read the stored one and
+    `reset(stored)`. Until committed, every call proposes again (with the latest view), so a failed write
+    is simply retried on the next round. `statuses` come from the coordinator's LivenessTracker
+    (`statuses(now)`, judged at the time its view was last known current); call `observe` only once the
+    leases have been listed: a member missing from `statuses` counts as gone. `next_wakeup()` says when to
+    call again without events.
+    """
+
+    def __init__(
+        self,
+        identity: str,
+        config: PublisherConfig | None = None,
+        stored: Assignment | None = None,
+        zones: Callable[[], Iterable[str]] = tuple,
+    ):
+        self.identity = identity
+        self.config = config if config is not None else PublisherConfig()
+        self.zones = zones  # the zones the coordinator knows, to balance the slot table on
+        self.current = stored  # the last generation known to be written (rule 7: failover continues here)
+        self._pending: _Pending | None = None
+        self._restarting_since: dict[str, float] = {}
+        self._highest_acked = 0
+        self.problems: list[str] = []  # what the last `observe` found wrong with the pins, for the log
+
+    def _members(self, statuses: Mapping[str, MemberStatus], now: float) -> tuple[Member, ...]:
+        """Who belongs in the assignment at `now`: ready members, and restarting members that are already
+        in it for up to `restart_grace` after the coordinator first saw them restarting (their zones
+        stay parked for them). Draining and expired members are left out."""
+        current_ids = self.current.identities if self.current is not None else frozenset()
+        for identity in list(self._restarting_since):
+            status = statuses.get(identity)
+            if status is None or status.state is not MemberState.RESTARTING:
+                del self._restarting_since[identity]
+        members = []
+        for identity, status in sorted(statuses.items()):
+            if status.state is MemberState.READY:
+                members.append(Member(identity, status.weight))
+            elif status.state is MemberState.RESTARTING and identity in current_ids:
+                since = self._restarting_since.setdefault(identity, now)
+                if now - since < self.config.restart_grace:
+                    members.append(Member(identity, status.weight))
+        return tuple(members)
+
+    def observe(
+        self, statuses: Mapping[str, MemberStatus], pins: Mapping[str, str], now: float, wall: datetime
+    ) -> Assignment | None:
+        """The assignment to publish now, or None when nothing is to be published yet."""
+        for status in statuses.values():
+            if status.observed_generation is not None:
+                self._highest_acked = max(self._highest_acked, status.observed_generation)
+        members = self._members(statuses, now)
+        valid_pins, self.problems = validate_pins(pins)
+        layout = Layout(members, self.config.ring, tuple(sorted(valid_pins.items())))
+        ids = {m.identity for m in members}
+        self.problems += [
+            f"zone {zone} is pinned to {identity}, which is not a member; its ring owner serves it"
+            for zone, identity in layout.pins
+            if identity not in ids
+        ]
+        if self.current is not None and self.current.layout == layout:
+            self._pending = None
+            return None
+        if self._pending is None:
+            self._pending = _Pending(layout, now, now)
+        elif self._pending.layout != layout:
+            self._pending.layout = layout
+            self._pending.last_change = now
+        pending = self._pending
+        if now < min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay):
+            return None
+        previous = self.current.slots if self.current is not None else ()
+        weights = {m.identity: m.weight for m in layout.members}
+        return Assignment(
+            generation=self.next_generation(),
+            members=layout.members,
+            ring=layout.ring,
+            pins=dict(layout.pins),
+            created_at=rfc3339(wall),
+            coordinator=self.identity,
+            slots=rebalance(previous, weights, self.zones()).owners if weights else (),
+        )
+
+    def next_generation(self) -> int:
+        """One above the stored generation, and above any generation a member has acknowledged: even if the
+        ConfigMap was lost or unreadable, generations never go backwards."""
+        stored = self.current.generation if self.current is not None else 0
+        return max(stored, self._highest_acked) + 1
+
+    def committed(self, assignment: Assignment) -> None:
+        """The proposal was written: it is now the generation to build on."""
+        self.current = assignment
+        if self._pending is not None and self._pending.layout == assignment.layout:
+            self._pending = None
+
+    def reset(self, stored: Assignment | None) -> None:
+        """Someone else's write won (409): continue from what is stored."""
+        self.current = stored
+
+    def next_wakeup(self) -> float | None:
+        """The monotonic time at which `observe` may decide differently with no new event: the end of the
+        settle delay, or the end of a restarting member's grace."""
+        times = [since + self.config.restart_grace for since in self._restarting_since.values()]
+        if self._pending is not None:
+            p = self._pending
+            times.append(min(p.last_change + self.config.settle, p.first_change + self.config.max_delay))
+        return min(times) if times else None
