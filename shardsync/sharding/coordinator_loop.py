@@ -93,6 +93,19 @@ class Candidate:
             self._note_leadership()
             await self.wake.wait(ticket, delay)
 
+    def watched(self, obj: dict[str, Any]) -> None:
+        """The member watch delivered a version of the coordinator Lease. A candidate times the holder's
+        renewals from these too, not only from its own rounds a renew interval apart, so it sees the lease
+        lapse when it does (the holder times its own lease from its writes)."""
+        if self._closed or self.election.is_leader(self.clock.monotonic()):
+            return
+        try:
+            lease = CoordinatorLease.from_object(obj, self.election.instance)
+        except MalformedLease:
+            return
+        if lease.holder != self.identity:
+            self.election.observe(lease, self.clock.monotonic())
+
     async def _round(self) -> float | None:
         """Read, decide, write. Returns the delay before the next round, None after a failure."""
         async with self._lock:
@@ -194,6 +207,7 @@ class CoordinatorLoop:
         self.watch = watch
         self.candidate = Candidate(site)
         members.coordinator_changed.forward_to(self.candidate.wake)
+        members.on_coordinator_lease = self.candidate.watched
         self.name = configmap_name(site.instance)
         self._wake = Notifier()
         for source in (self.candidate.changed, members.changed, watch.changed):

@@ -17,7 +17,7 @@ whoever acts on what it read from the API must read again before writing when th
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -76,6 +76,7 @@ class MemberLoop:
         self.coordinator_changed = Notifier()
         self._coordinator_name = coordinator_lease_name(site.instance)
         self._coordinator_holder: str | None = None
+        self.on_coordinator_lease: Callable[[dict[str, Any]], None] | None = None  # each watched version
         self.last_renewed: float | None = None
         self.fence_epoch = 0
         self._weight = site.weight
@@ -347,6 +348,8 @@ class MemberLoop:
         self.changed.notify()
 
     def _coordinator_seen(self, obj: dict[str, Any] | None) -> None:
+        if obj is not None and self.on_coordinator_lease is not None:
+            self.on_coordinator_lease(obj)
         spec = (obj or {}).get("spec")
         holder = str(spec.get("holderIdentity") or "") if isinstance(spec, dict) else ""
         if holder != self._coordinator_holder:

@@ -131,3 +131,27 @@ async def test_the_coordinator_publishes_and_continues_from_the_stored_generatio
         assert after.generation == 11
         assert dict(after.pins) == {"pinned.example": "p1"}
         assert after.members == (Member("p0"), Member("p1"), Member("p2"))
+
+
+async def test_a_released_lease_is_taken_within_a_fraction_of_a_renew_interval(apiserver: ApiServer) -> None:
+    # Rounds every 2 s: a successor that waited for its next round would take up to 2 s. The member watch
+    # sees the coordinator Lease handed back and wakes the candidates at once (the SIGTERM handover).
+    slow = Timings.derive(6, 2.0, 0.1)
+    async with kubes(apiserver, "s0", "s1", "admin") as clients, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)
+        loops = []
+        for kube, identity in zip(clients, ("s0", "s1"), strict=False):
+            site = Site(kube, NAMESPACE, INSTANCE, identity, slow)
+            members = MemberLoop(site)
+            loop = CoordinatorLoop(site, members, AssignmentWatch(site))
+            for task in (members.run, loop.watch.run, loop.run):
+                tg.start_soon(task)
+            loops.append(loop)
+        await wait_for(lambda: sum(loop.is_leader() for loop in loops) == 1, 8, "a coordinator")
+        await anyio.sleep(2.5)  # every candidate is between two rounds now
+        leader = next(loop for loop in loops if loop.is_leader())
+        successor = next(loop for loop in loops if loop is not leader)
+        await leader.release()
+        took = await wait_for(successor.is_leader, 2.0, "the successor")
+        assert took < 1.0
