@@ -18,8 +18,13 @@ from shardsync.sharding.assignment import Assignment, Layout, Member, validate_p
 from shardsync.sharding.clock import rfc3339
 from shardsync.sharding.membership import MemberStatus
 from shardsync.sharding.ring import RingParams
-from shardsync.sharding.slots import rebalance
+from shardsync.sharding.slots import imbalance, rebalance
 from shardsync.sharding.states import MemberState
+
+# Zones that appeared or went are rebalanced when the busiest member holds more than this over its share,
+# with at least MIN_PER_MEMBER zones a member (fewer cannot be split that evenly).
+TOLERANCE = 1.05
+MIN_PER_MEMBER = 10
 
 DEFAULT_SETTLE = 2.0  # --settle-delay
 DEFAULT_RESTART_GRACE = 30.0  # --restart-grace
@@ -73,6 +78,11 @@ class Publisher:
         self._restarting_since: dict[str, float] = {}
         self._highest_acked = 0
         self.problems: list[str] = []  # what the last `observe` found wrong with the pins, for the log
+        # Zones that appear or go change the balance with no membership change: the zone set last looked
+        # at (by identity: the replica replaces its set when it changes), since when, and whether checked.
+        self._zones_seen: object = None
+        self._zones_since = 0.0
+        self._zones_checked = False
 
     def _members(self, statuses: Mapping[str, MemberStatus], now: float) -> tuple[Member, ...]:
         """Who belongs in the assignment at `now`: ready members, and restarting members that are already
@@ -111,6 +121,8 @@ class Publisher:
         ]
         if self.current is not None and self.current.layout == layout:
             self._pending = None
+            if self._uneven(now):
+                return self._proposal(layout, wall, even=True)
             return None
         if self._pending is None:
             self._pending = _Pending(layout, now, now)
@@ -120,6 +132,9 @@ class Publisher:
         pending = self._pending
         if now < min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay):
             return None
+        return self._proposal(layout, wall)
+
+    def _proposal(self, layout: Layout, wall: datetime, even: bool = False) -> Assignment:
         previous = self.current.slots if self.current is not None else ()
         weights = {m.identity: m.weight for m in layout.members}
         return Assignment(
@@ -129,8 +144,27 @@ class Publisher:
             pins=dict(layout.pins),
             created_at=rfc3339(wall),
             coordinator=self.identity,
-            slots=rebalance(previous, weights, self.zones()).owners if weights else (),
+            slots=rebalance(previous, weights, self.zones(), even=even).owners if weights else (),
         )
+
+    def _uneven(self, now: float) -> bool:
+        """Whether the zones, quiet for `settle` since they last changed, sit unevenly on the published
+        table (max/mean over TOLERANCE, with at least MIN_PER_MEMBER zones a member): then slots move from
+        the busiest members to the idlest, with no membership change. Checked once per zone set."""
+        zones = self.zones()
+        if zones is not self._zones_seen:
+            # no zone at all: nothing to balance (and no wake-up to ask for)
+            self._zones_seen, self._zones_since, self._zones_checked = zones, now, not zones
+            return False
+        current = self.current
+        if self._zones_checked or now < self._zones_since + self.config.settle or current is None:
+            return False
+        self._zones_checked = True
+        weights = {m.identity: m.weight for m in current.members}
+        names = list(zones)
+        if not current.slots or len(names) < MIN_PER_MEMBER * len(weights):
+            return False
+        return imbalance(current.slots, weights, names) > TOLERANCE
 
     def next_generation(self) -> int:
         """One above the stored generation, and above any generation a member has acknowledged: even if the
@@ -152,6 +186,8 @@ class Publisher:
         """The monotonic time at which `observe` may decide differently with no new event: the end of the
         settle delay, or the end of a restarting member's grace."""
         times = [since + self.config.restart_grace for since in self._restarting_since.values()]
+        if not self._zones_checked and self._zones_seen is not None:
+            times.append(self._zones_since + self.config.settle)
         if self._pending is not None:
             p = self._pending
             times.append(min(p.last_change + self.config.settle, p.first_change + self.config.max_delay))

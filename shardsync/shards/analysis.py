@@ -29,10 +29,15 @@ class WhatIfError(ValueError):
 
 
 def explain_zone(assignment: Assignment, zone: str) -> dict[str, Any]:
-    """Why `zone` has its owner in `assignment`: ring point, owner, pin, weight, share of the ring."""
+    """Why `zone` has its owner in `assignment`: its slot and the slot's member (a version-1 ring: ring
+    point, weight, share of the ring), and its pin."""
     e = assignment.explain(zone)
     p = e.placement
+    slots = len(assignment.slots)
     return {
+        "slot": e.slot,
+        "slots": slots or None,
+        "slotsOfOwner": sum(1 for o in assignment.slots if o == e.owner) if slots else None,
         "zone": e.zone,
         "generation": assignment.generation,
         "owner": e.owner,
@@ -127,8 +132,9 @@ def what_if_replicas(
     name = statefulset or statefulset_of(current)
     after_ids = [f"{name}-{i}" for i in range(replicas)]
     after = {identity: current.get(identity, 1) for identity in after_ids}
-    proposed = assignment.with_members(Member(i, w) for i, w in after.items())
     names = list(zones) if zones is not None else sample_zones()
+    # The coordinator balances the slot table on the zones it lists: the same zones here.
+    proposed = assignment.with_members((Member(i, w) for i, w in after.items()), names)
     moves = assignment.moved(proposed, names)
     flows = Counter((m.before, m.after) for m in moves)
     return WhatIf(

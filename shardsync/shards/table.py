@@ -130,6 +130,13 @@ def render_explanation(doc: dict[str, Any]) -> str:
         f"owner        {_dash(doc['owner'])}   (generation {doc['generation']}, {doc['members']} members)",
         f"pin          {_pin_text(doc)}",
     ]
+    if doc.get("slot") is not None:
+        lines += [
+            f"slot         {doc['slot']} of {doc['slots']}  (md5 of the zone name, low bits)",
+            f"slot owner   {doc['owner']}  holds {doc['slotsOfOwner']} slots, given by the coordinator",
+            f"why          {doc['reason']}",
+        ]
+        return "\n".join(lines)
     if doc["ringPoint"] is not None:
         lines += [
             f"zone hash    {doc['zonePoint']}",

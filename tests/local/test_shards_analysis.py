@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.membership import MemberLease
+from shardsync.sharding.slots import rebalance
 from shardsync.shards.analysis import (
     WhatIfError,
     explain_zone,
@@ -21,7 +22,7 @@ from shardsync.shards.analysis import (
     what_if_replicas,
 )
 from shardsync.shards.cluster import ClusterObjects, build_view
-from shardsync.shards.table import render_view, render_what_if
+from shardsync.shards.table import render_explanation, render_view, render_what_if
 from shardsync.shards.view import InvalidView, MemberRow, ShardsView, ZoneRow, parse_view
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -308,3 +309,17 @@ def test_table_lists_few_zones_and_summarises_many() -> None:
     assert total.split()[:4] == ["total", "500", "490", "10"]
     assert "zones needing attention (first 10 of 11)" in many  # 10 orphaned + 1 error
     assert "z499.example" in render_view(big_view(500), all_zones=True)
+
+
+def test_explain_and_what_if_under_a_slot_table() -> None:
+    members = (Member("shardsync-0"), Member("shardsync-1"), Member("shardsync-2"))
+    zones = [f"z{i}.example" for i in range(150)]
+    table = rebalance([], {m.identity: 1 for m in members}, zones).owners
+    assignment = Assignment(3, members, slots=table)
+    doc = explain_zone(assignment, "z7.example")
+    assert doc["slots"] == 1024 and doc["owner"] == table[doc["slot"]]
+    assert "the coordinator gave that slot to" in render_explanation(doc)
+    scaled = what_if_replicas(assignment, 4, zones)
+    # a quarter of the zones, every one of them to the new replica, evenly from the three
+    assert scaled.moved == 36 and {dst for _, dst, _ in scaled.flows} == {"shardsync-3"}
+    assert sorted(n for _, _, n in scaled.flows) == [12, 12, 12]

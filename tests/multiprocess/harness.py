@@ -48,6 +48,7 @@ LEASE = 3.0  # --lease-duration
 RENEW = 0.5  # --renew-interval
 SETTLE = 0.3  # --settle-delay
 TIMINGS = Timings.derive(LEASE, RENEW, SETTLE)
+DEFAULT_TIMINGS = Timings.resolve(fences=True)  # `default_timing=True`
 # A replica cut off from the API stops writing this long after its last renewal was sent (rule 5).
 FENCE_AFTER = TIMINGS.lease_duration - TIMINGS.fence_margin
 SAMPLE_PERIOD = 0.1
@@ -55,11 +56,22 @@ DRIFT_WRITER = "test-drift"
 START_WITHIN = 60.0  # processes starting on two busy cores
 
 
-def replica_flags(interval: float, restart_grace: float = 30.0) -> tuple[str, ...]:
+def replica_flags(
+    interval: float, restart_grace: float = 30.0, default_timing: bool = False
+) -> tuple[str, ...]:
+    """The replicas' flags; with `default_timing`, no timing flag (the shipped defaults for the fake
+    provider, which fences: DEFAULT_TIMINGS)."""
+    timing = (
+        ()
+        if default_timing
+        else (
+            f"--lease-duration={format_duration(LEASE)}",
+            f"--renew-interval={format_duration(RENEW)}",
+            f"--settle-delay={format_duration(SETTLE)}",
+        )
+    )
     return (
-        f"--lease-duration={format_duration(LEASE)}",
-        f"--renew-interval={format_duration(RENEW)}",
-        f"--settle-delay={format_duration(SETTLE)}",
+        *timing,
         f"--interval={format_duration(interval)}",
         f"--restart-grace={format_duration(restart_grace)}",
         "--concurrency=4",
@@ -237,13 +249,14 @@ class Harness:
         restart_grace: float = 30.0,
         per_zone: int = 1,
         latency: float = 0.005,
+        default_timing: bool = False,
     ) -> Harness:
         """API server, fake provider with `zones` zones, a Service and a DNSEndpoint with `per_zone`
         records per zone, `replicas` replicas ready and settled on one generation owning every zone."""
         spec = ClusterSpec(
             latency=latency,
             provider_concurrency=None,
-            replica_flags=replica_flags(interval, restart_grace),
+            replica_flags=replica_flags(interval, restart_grace, default_timing),
             termination_grace=4 * LEASE,
             start_timeout=START_WITHIN,
         )

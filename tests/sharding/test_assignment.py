@@ -3,6 +3,7 @@ timed on a FakeClock."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Any
 
@@ -402,3 +403,21 @@ def test_config_is_validated() -> None:
         PublisherConfig(settle=5, max_delay=1)
     with pytest.raises(ValueError):
         PublisherConfig(restart_grace=-1)
+
+
+def test_zones_that_appear_after_the_members_are_balanced_by_a_generation_of_their_own() -> None:
+    # The replicas started before the provider had zones: the first table was balanced on empty slots only.
+    clock = FakeClock()
+    zones: list[str] = []
+    pub = Publisher("a", PublisherConfig(settle=1.0), zones=lambda: zones)
+    first = publish(pub, clock, ready("a", "b", "c", "d"))
+    zones = [f"z{i:03d}.example" for i in range(160)]  # a new list: the replica replaced its set
+    assert pub.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None  # settling
+    clock.advance(1.0)
+    even = publish(pub, clock, ready("a", "b", "c", "d"))
+    assert even.generation == first.generation + 1 and even.members == first.members
+    load = Counter(even.owner_of(zone) for zone in zones)
+    assert max(load.values()) <= 41  # 40 each, within a zone
+    # Once even, the same zones publish nothing more.
+    clock.advance(5)
+    assert pub.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
