@@ -110,6 +110,7 @@ class Publisher:
         for status in statuses.values():
             if status.observed_generation is not None:
                 self._highest_acked = max(self._highest_acked, status.observed_generation)
+        self._track_zones(now)
         members = self._members(statuses, now)
         valid_pins, self.problems = validate_pins(pins)
         layout = Layout(members, self.config.ring, tuple(sorted(valid_pins.items())))
@@ -147,21 +148,25 @@ class Publisher:
             slots=rebalance(previous, weights, self.zones(), even=even).owners if weights else (),
         )
 
+    def _track_zones(self, now: float) -> None:
+        zones = self.zones()
+        if zones is not self._zones_seen:
+            # The first set seen is the baseline (a new coordinator changes nothing by itself, rule 7), and
+            # an empty set has nothing to balance: neither asks for a check.
+            first = self._zones_seen is None
+            self._zones_seen, self._zones_since, self._zones_checked = zones, now, first or not zones
+
     def _uneven(self, now: float) -> bool:
         """Whether the zones, quiet for `settle` since they last changed, sit unevenly on the published
         table (max/mean over TOLERANCE, with at least MIN_PER_MEMBER zones a member): then slots move from
         the busiest members to the idlest, with no membership change. Checked once per zone set."""
-        zones = self.zones()
-        if zones is not self._zones_seen:
-            # no zone at all: nothing to balance (and no wake-up to ask for)
-            self._zones_seen, self._zones_since, self._zones_checked = zones, now, not zones
-            return False
+        zones = self._zones_seen
         current = self.current
         if self._zones_checked or now < self._zones_since + self.config.settle or current is None:
             return False
         self._zones_checked = True
         weights = {m.identity: m.weight for m in current.members}
-        names = list(zones)
+        names = list(zones) if isinstance(zones, Iterable) else []
         if not current.slots or len(names) < MIN_PER_MEMBER * len(weights):
             return False
         return imbalance(current.slots, weights, names) > TOLERANCE

@@ -421,3 +421,8 @@ def test_zones_that_appear_after_the_members_are_balanced_by_a_generation_of_the
     # Once even, the same zones publish nothing more.
     clock.advance(5)
     assert pub.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
+    # A new coordinator takes the zones it finds as they are (rule 7: it changes nothing by itself).
+    successor = Publisher("b", PublisherConfig(settle=1.0), stored=first, zones=lambda: zones)
+    for _ in range(5):
+        assert successor.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
+        clock.advance(1)
