@@ -94,12 +94,12 @@ def test_a_sigtermed_coordinator_hands_its_lease_to_a_successor_within_a_second(
         thread.join(timeout=5)
     took, successor = taken[0]
     start = released[0] if released else terminated
-    print(
-        f"\nSIGTERM {coordinator}: lease handed back after {start - terminated:.2f}s, taken by {successor} "
-        f"{took - start:.2f}s later"
-    )
-    assert released, "the leaving coordinator released its lease"
-    assert took - released[0] <= 1.0
+    seen = f"handed back after {start - terminated:.2f}s" if released else "hand-back shorter than a poll"
+    print(f"\nSIGTERM {coordinator}: lease {seen}, taken by {successor} {took - terminated:.2f}s after SIGTERM")
+    # Taken before the lease could have lapsed (its last renewal was at most a renew interval before the
+    # SIGTERM), so it was handed back; the hand-back itself may be shorter than one poll of 20 ms.
+    assert took - terminated < DEFAULT_TIMINGS.lease_duration - DEFAULT_TIMINGS.renew_interval
+    assert took - start <= 1.0
     # ... and the successor acts as coordinator: every survivor names it.
     survivors = [i for i in h.live() if i != coordinator]
     h.sampler.wait_for(lambda s: s.coordinators() == {successor}, 5.0, took)
