@@ -95,7 +95,7 @@ def test_a_sigtermed_coordinator_hands_its_lease_to_a_successor_within_a_second(
     took, successor = taken[0]
     start = released[0] if released else terminated
     seen = f"handed back after {start - terminated:.2f}s" if released else "hand-back shorter than a poll"
-    print(f"\nSIGTERM {coordinator}: lease {seen}, taken by {successor} {took - terminated:.2f}s after SIGTERM")
+    print(f"\nSIGTERM {coordinator}: lease {seen}, taken by {successor} {took - terminated:.2f}s after it")
     # Taken before the lease could have lapsed (its last renewal was at most a renew interval before the
     # SIGTERM), so it was handed back; the hand-back itself may be shorter than one poll of 20 ms.
     assert took - terminated < DEFAULT_TIMINGS.lease_duration - DEFAULT_TIMINGS.renew_interval
