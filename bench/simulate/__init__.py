@@ -1,11 +1,12 @@
 """`python -m bench.simulate`: the sharding protocol at internet scale, simulated on a fake clock.
 
 The job: run the pure protocol modules of shardsync.sharding (membership's `LivenessTracker`, election's
-`Election`, assignment's `Publisher` and `Assignment`, handoff's `handoff` and `may_acquire`, the real
-`Ring`) for 10, 100 and 1,000 replicas over 10k, 100k and 1M zones, through a join, a graceful leave, a
-crash and a rolling restart, and report what a real cluster cannot show cheaply: balance, zones moved per
-event against the ideal, time to full ownership, lease writes/s, watch events/s each replica receives,
-and the size of the assignment ConfigMap. Deterministic for a seed (only `wall_seconds` varies).
+`Election`, publisher's `Publisher`, assignment's `Assignment` with the real slot table of `slots`,
+handoff's `handoff` and `may_acquire`) for 10, 100 and 1,000 replicas over 10k, 100k and 1M zones, through a
+join, a graceful leave, a crash and a rolling restart, and report what a real cluster cannot show cheaply:
+balance, zones moved per event against the ideal, time to full ownership, lease writes/s, watch events/s
+each replica receives, and the size of the assignment ConfigMap. Deterministic for a seed (only
+`wall_seconds` varies).
 
 The model (modules: params, api, zones, engine, replica, cluster, scenarios, runner, table):
 - Each replica does what MemberLoop, ShardedOwnership, Candidate and CoordinatorLoop do (replica.py says

@@ -1,10 +1,10 @@
 """Zone names, and every zone's owner under a published assignment, computed once per assignment.
 
-Every replica computes `owner_of(zone)` with the same `Ring` from the same assignment, so they all get the
+Every replica computes `owner_of(zone)` from the same slot table of the same assignment, so they all get the
 same answer; computing it for 1M zones once per generation instead of once per replica is the honest
 shortcut that makes 1,000 replicas x 1M zones fit in minutes. The simulated replicas share the parsed
-`Assignment` (and so its Ring's cache) and look their own zones up in `Parsed.by_owner`; the protocol
-functions (`handoff`, `may_acquire`) are still called with real zone names and that Assignment.
+`Assignment` and look their own zones up in `Parsed.by_owner`; the protocol functions (`handoff`,
+`may_acquire`) are still called with real zone names and that Assignment.
 """
 
 from __future__ import annotations
