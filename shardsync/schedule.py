@@ -10,6 +10,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+_AHEAD = 1e9  # seconds: earlier than any zone can be due
+
 
 @dataclass(slots=True)
 class _ZoneTimes:
@@ -32,11 +34,13 @@ class ZoneSchedule:
         self._zones[zone].due = due
         heapq.heappush(self._heap, (due, zone))
 
-    def add(self, zone: str, now: float) -> None:
-        """Own `zone` from now on; it is due at once."""
+    def add(self, zone: str, now: float, ahead: bool = False) -> None:
+        """Own `zone` from now on; it is due at once (`ahead`: before every zone already due, as a zone
+        taken over from a failed peer is ownerless until its fence is ours)."""
         if zone not in self._zones:
-            self._zones[zone] = _ZoneTimes(due=now)
-            heapq.heappush(self._heap, (now, zone))
+            due = now - _AHEAD if ahead else now
+            self._zones[zone] = _ZoneTimes(due=due)
+            heapq.heappush(self._heap, (due, zone))
 
     def remove(self, zone: str) -> None:
         # Heap entries of a removed zone are skipped lazily when popped.

@@ -141,7 +141,7 @@ class Worker:
         status = self.statuses.get(zone)
         if status is None:
             self.statuses[zone] = ZoneStatus(fence=fence)
-            self._schedule.add(zone, self.clock())
+            self._schedule.add(zone, self.clock(), ahead=fence is not None)
             OWNED.set(len(self.statuses))
             self._wake.notify()
         elif status.fence != fence:

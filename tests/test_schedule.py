@@ -85,3 +85,12 @@ def test_a_requeued_zone_comes_after_every_zone_already_due() -> None:
     s.requeue(first, now=1)  # its first step done: the rest waits for the others' first steps
     assert drain(s, 1) == [*sorted({"a.com", "b.com", "c.com"} - {first}), first]
     assert s.failures(first) == 0
+
+
+def test_a_zone_added_ahead_comes_before_zones_already_due() -> None:
+    s = ZoneSchedule(interval=60)
+    s.add("steady.com", now=0)
+    assert s.pop_due(0) == "steady.com"
+    s.finished("steady.com", now=0)  # due again at 60
+    s.add("gained.com", now=70, ahead=True)
+    assert drain(s, 70) == ["gained.com", "steady.com"]
