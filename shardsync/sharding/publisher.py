@@ -131,9 +131,25 @@ class Publisher:
             self._pending.layout = layout
             self._pending.last_change = now
         pending = self._pending
-        if now < min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay):
+        settled = min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay)
+        if now < settled and not self._only_lost(layout, statuses):
             return None
         return self._proposal(layout, wall)
+
+    def _only_lost(self, layout: Layout, statuses: Mapping[str, MemberStatus]) -> bool:
+        """The change is only members whose lease expired (crashes): their zones run nowhere until the next
+        generation, so it is published at once; the settle delay batches planned changes (scaling, drains,
+        restarts), whose zones keep running meanwhile."""
+        current = self.current
+        if current is None or not current.slots or layout.ring != current.ring:
+            return False
+        if layout.pins != current.layout.pins or not set(layout.members) < set(current.members):
+            return False
+        lost = [m.identity for m in current.members if m not in layout.members]
+        return all(
+            (status := statuses.get(identity)) is not None and status.state is MemberState.EXPIRED
+            for identity in lost
+        )
 
     def _proposal(self, layout: Layout, wall: datetime, even: bool = False) -> Assignment:
         previous = self.current.slots if self.current is not None else ()

@@ -248,6 +248,16 @@ def test_endless_churn_is_published_by_max_delay() -> None:
     assert clock.monotonic() - t0 == pytest.approx(10.5)
 
 
+def test_a_crash_is_published_without_the_settle_delay() -> None:
+    # A crashed member's zones run nowhere until the next generation: no batching for an expiry.
+    clock = FakeClock()
+    pub = Publisher("a", PublisherConfig(settle=2.0))
+    g1 = publish(pub, clock, ready("a", "b"))
+    crashed = {**ready("a"), "b": status("b", MemberState.EXPIRED)}
+    g2 = pub.observe(crashed, {}, clock.monotonic(), clock.now())
+    assert g2 is not None and g2.generation == g1.generation + 1 and g2.identities == {"a"}
+
+
 def test_a_change_that_reverts_within_the_settle_delay_publishes_nothing() -> None:
     clock = FakeClock()
     pub = Publisher("a")
