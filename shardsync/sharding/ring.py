@@ -1,4 +1,6 @@
-"""The consistent-hash ring: which member owns a zone, and why.
+"""The consistent-hash ring: which member owns a zone under a version-1 assignment, and why. This build
+publishes a slot table instead (sharding/slots.py, for its balance) and reads rings only from documents
+earlier builds wrote; the rest of this docstring is why the ring was kept as it was.
 
 A thin, cached wrapper over `uhashring` (160 points per unit of weight, md5: deterministic across processes
 and Python versions, no PYTHONHASHSEED involved). Every replica builds the same `Ring` from the same
