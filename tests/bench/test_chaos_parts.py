@@ -13,6 +13,8 @@ from bench.profiles import FULL
 from shardsync.endpoint import Endpoint
 from shardsync.registry import parse_labels
 from shardsync.sharding.timings import Timings
+from tests.multiprocess import harness
+from tests.multiprocess.test_chaos import DEFAULT_FAULTS, DEFAULT_SEED
 
 
 def test_the_plan_is_a_function_of_the_seed() -> None:
@@ -41,6 +43,11 @@ def test_the_full_runs_plan_has_every_kind_of_fault_within_its_bounds() -> None:
         if fault.kind == "provider-errors":
             assert 0 < fault.ratio < 1 and 0 < fault.zones < 1
         assert 0 < fault.gap < 2
+
+
+def test_the_short_runs_default_seed_has_every_kind_of_fault() -> None:
+    kinds = Counter(f.kind for f in plan(DEFAULT_SEED, DEFAULT_FAULTS, harness.LEASE))
+    assert set(kinds) == set(KINDS), kinds
 
 
 def test_the_liveness_bound_grows_with_the_lease_and_the_restart_grace() -> None:
