@@ -69,11 +69,6 @@ def identity(ordinal: int) -> str:
     return f"{seed.STATEFULSET}-{ordinal}"
 
 
-def user_agent_of(identity: str) -> str:
-    """The substring of a replica's User-Agent that selects it alone."""
-    return f"({identity})"
-
-
 # ---- readings -----------------------------------------------------------------------------------------
 
 
