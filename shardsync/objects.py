@@ -25,6 +25,9 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
+    # Versions to fall back on, newest first, when the API does not serve `version` (a CRD still at an
+    # older version: the source watcher probes them in order).
+    older_versions: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -169,11 +169,17 @@ class SourceWatcher:
                 self._informers[resource] = Informer(
                     self.kube,
                     resource,
-                    namespace=self.options.namespace if resource.namespaced else "",
+                    namespace=self._namespace(kind, resource),
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
                 )
+
+    def _namespace(self, kind: SourceKind[Any], resource: Resource) -> str:
+        """The namespace an informer lists: --namespace, unless the kind reads the resource everywhere."""
+        if not resource.namespaced or resource in kind.all_namespaces:
+            return ""
+        return self.options.namespace
 
     def _cache(self, resource: Resource) -> Mapping[str, Obj]:
         return self._informers[resource].cache
@@ -221,17 +227,18 @@ class SourceWatcher:
         self._wake.notify()
 
     async def _run_when_served(self, informer: Informer, kinds: list[SourceKind[Any]]) -> None:
-        """Wait until the API serves the informer's resource (probing with backoff, one error logged), then
-        run the informer."""
+        """Wait until the API serves the informer's resource at its version or one of its older versions
+        (probing newest first, with backoff, one error logged), then run the informer at that version."""
         notice: CrdNotice | None = kinds[0].crd
         assert notice is not None
         names = ",".join(kind.name for kind in kinds)
+        declared = informer.resource
         backoff = Backoff(initial=0.5, maximum=self.options.max_backoff)
         missing = False
         try:
             while True:
                 try:
-                    await self.kube.list(informer.resource, namespace=informer.namespace, limit=1)
+                    informer.resource = await self._served_version(declared, informer.namespace)
                     break
                 except KubeError as exc:
                     SOURCE_ERRORS.inc()
@@ -251,7 +258,25 @@ class SourceWatcher:
                 CRD_MISSING.dec()
         if missing:
             log.info(f"{notice.what} found; {names} source starting", crd=notice.crd)
+        if informer.resource != declared:
+            log.info(f"{informer.name} served at an older version", version=informer.resource.api_version)
         await informer.run()
+
+    async def _served_version(self, resource: Resource, namespace: str) -> Resource:
+        """The resource at the first of its versions the API serves; the newest version's KubeError when
+        none is."""
+        first: KubeError | None = None
+        for version in (resource.version, *resource.older_versions):
+            candidate = replace(resource, version=version)
+            try:
+                await self.kube.list(candidate, namespace=namespace, limit=1)
+                return candidate
+            except KubeError as exc:
+                if not exc.not_found:
+                    raise
+                first = first or exc
+        assert first is not None
+        raise first
 
     async def _translate_loop(self) -> None:
         while True:
