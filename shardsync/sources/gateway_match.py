@@ -161,13 +161,33 @@ def namespace_allowed(listener: Obj, gateway_namespace: str, route_namespace: st
     if origin != "Selector" or ns_labels is None:
         return False
     raw = get(allowed, "selector")
-    if not isinstance(raw, Mapping):
-        return False  # a nil selector selects nothing (metav1.LabelSelectorAsSelector)
+    if not _well_formed(raw):
+        return False  # a nil (or malformed) selector selects nothing (metav1.LabelSelectorAsSelector)
     try:
         selector = parse_selector(format_label_selector(raw))
     except SelectorError:
         return False
     return selector.matches(ns_labels)
+
+
+def _well_formed(selector: Any) -> bool:
+    """A metav1.LabelSelector of the right shape (the API's schema would refuse any other; a user's object
+    may still hold one where no schema is installed)."""
+    if not isinstance(selector, Mapping):
+        return False
+    labels = selector.get("matchLabels") or {}
+    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
+        return False
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(expressions, list):
+        return False
+    for expr in expressions:
+        values = get(expr, "values") or []
+        if not isinstance(get(expr, "key"), str) or not isinstance(get(expr, "operator"), str):
+            return False
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return False
+    return True
 
 
 def kind_allowed(listener: Obj, route_kind: str) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shardsync.sources import gateway_match as match
 from tests.sources.gateway_objects import listener, parent, route
@@ -147,3 +149,64 @@ def test_hosts_through_a_listener() -> None:
     ]
     assert match.hosts_through([""], listener()) == []  # no name on either side
     assert match.hosts_through(["a.other.org"], listener(hostname="*.example.net")) == []
+
+
+_KEYS = st.sampled_from(
+    [
+        "namespaces",
+        "from",
+        "selector",
+        "matchLabels",
+        "matchExpressions",
+        "key",
+        "operator",
+        "values",
+        "kinds",
+        "group",
+        "kind",
+        "name",
+        "namespace",
+        "hostname",
+        "protocol",
+        "port",
+        "allowedRoutes",
+        "sectionName",
+        "parentRef",
+        "conditions",
+        "type",
+        "status",
+        "value",
+        "All",
+        "Selector",
+        "In",
+    ]
+)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 70000)
+    | st.sampled_from(["", "All", "HTTP", "Accepted", "True", "gw", "*.a.b", "a=b"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(listeners=_JSON, parents=_JSON, addresses=_JSON, hostnames=_JSON)
+def test_any_shape_of_gateway_or_route_never_raises(
+    listeners: Any, parents: Any, addresses: Any, hostnames: Any
+) -> None:
+    from shardsync.sources import gateway as gw
+
+    gateway = {
+        "metadata": {"name": "gw", "namespace": "default"},
+        "spec": {"listeners": listeners},
+        "status": {"addresses": addresses},
+    }
+    bad = route("r", parents=(parent("gw"),))
+    bad["spec"]["hostnames"] = hostnames
+    if isinstance(parents, list):
+        bad["status"]["parents"] += parents
+    view = gw.Gateways({"default/gw": gateway}, {"default": {"metadata": {"labels": {"a": "b"}}}})
+    gw.route_endpoints(bad, gw.HTTP, view)
+    gw.RouteIndex().register("default/r", bad)
