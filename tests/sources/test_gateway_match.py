@@ -187,11 +187,11 @@ _JSON = st.recursive(
     | st.integers(-2, 70000)
     | st.sampled_from(["", "All", "HTTP", "Accepted", "True", "gw", "*.a.b", "a=b"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
-    max_leaves=20,
+    max_leaves=12,
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(listeners=_JSON, parents=_JSON, addresses=_JSON, hostnames=_JSON)
 def test_any_shape_of_gateway_or_route_never_raises(
     listeners: Any, parents: Any, addresses: Any, hostnames: Any
