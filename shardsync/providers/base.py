@@ -42,7 +42,14 @@ class ProviderError(Exception):
 
 
 class ThrottledError(ProviderError):
-    """The provider asked us to slow down (rate limit). A soft error: back off and retry."""
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry.
+
+    `retry_after`: the seconds the provider asked us to wait (HTTP Retry-After), None when it named none.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class FencedError(ProviderError):
