@@ -21,9 +21,10 @@ or `PriorRequestNotComplete`, HTTP 429 with Retry-After, the fake provider's thr
 halves the current rate (never below MIN_FRACTION of the share), pauses the bucket for the Retry-After the
 provider named, and the rate recovers linearly again. Nothing here ever stops the process.
 
-`BudgetedProvider` wraps any provider: every call waits for a token, is counted by kind, and a throttled
-call is retried up to RETRIES times through the bucket before the worker's backoff takes over. Without a
-rate limit it only counts.
+`BudgetedProvider` wraps any provider: every API request waits for a token and is counted by kind (a call
+that takes several requests, such as a listing of several pages, paces each through the provider's
+`pacer`: base.MultiRequest), and a throttled call is retried up to RETRIES times through the bucket before
+the worker's backoff takes over. Without a rate limit it only counts.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from prometheus_client import Counter, Gauge
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import get_logger
-from shardsync.providers.base import FenceToken, Provider, ThrottledError
+from shardsync.providers.base import FenceToken, MultiRequest, Provider, ThrottledError
 from shardsync.token_bucket import TokenBucket
 
 log = get_logger(__name__)
@@ -153,15 +154,21 @@ class BudgetedProvider:
         self.name = inner.name
         self.budget = budget
         self._sleep = sleep
+        if isinstance(inner, MultiRequest):
+            inner.pacer = self._pace
+
+    async def _pace(self, kind: str) -> None:
+        """One API request: wait for its token, count it."""
+        if self.budget is not None:
+            wait = self.budget.reserve()
+            if wait > 0:
+                await self._sleep(wait)
+        CALLS.labels(kind).inc()
 
     async def _call(self, kind: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
         while True:
-            if self.budget is not None:
-                wait = self.budget.reserve()
-                if wait > 0:
-                    await self._sleep(wait)
-            CALLS.labels(kind).inc()
+            await self._pace(kind)
             try:
                 return await call()
             except ThrottledError as exc:
