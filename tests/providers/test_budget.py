@@ -11,6 +11,7 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
+from shardsync.config import ConfigError
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken, ProviderError, ThrottledError
 from shardsync.providers.budget import (
@@ -21,8 +22,13 @@ from shardsync.providers.budget import (
     BudgetedProvider,
     share,
 )
+from shardsync.providers.cache import CachedProvider
+from shardsync.providers.fake.provider import FakeProvider
+from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.httpclient import retry_after
+from shardsync.replica import provider_for
 from tests.providers.fake_helpers import FakeClock
+from tests.test_config import FAKE, parse
 
 pytestmark = pytest.mark.anyio
 
@@ -184,3 +190,16 @@ async def test_the_wrapper_gives_up_after_its_retries_and_without_a_budget_at_on
         await counting.zones()
     assert isinstance(counting.inner, Throttling) and counting.inner.calls == 1  # the worker backs off
     assert await BudgetedProvider(Throttling(times=0), None).zones() == ["a.test"]
+
+
+def test_flags_build_the_wrappers_and_refuse_negative_values() -> None:
+    s = parse(["--provider-rate-limit=10", "--provider-burst=50", "--provider-cache-time=1h", *FAKE])
+    provider, budget = provider_for(s, FakeProvider(FakeStore()))
+    assert isinstance(provider, CachedProvider) and provider.cache_time == 3600
+    assert isinstance(provider.inner, BudgetedProvider) and provider.inner.budget is budget
+    assert budget is not None and (budget.rate_limit, budget.burst) == (10.0, 50)
+    plain, none = provider_for(parse(FAKE), FakeProvider(FakeStore()))
+    assert isinstance(plain, BudgetedProvider) and none is None  # counted, neither paced nor cached
+    for flag in ("--provider-rate-limit=-1", "--provider-burst=-1"):  # a duration is never negative
+        with pytest.raises(ConfigError, match=flag.split("=")[0]):
+            parse([flag, *FAKE])
