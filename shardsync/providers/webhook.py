@@ -53,7 +53,7 @@ from shardsync.providers.base import (
     ProviderError,
     ThrottledError,
 )
-from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
+from shardsync.providers.httpclient import CLIENT_HEADER, retry_after, transport_errors
 
 log = get_logger(__name__)
 
@@ -142,7 +142,7 @@ class WebhookProvider:
             resp = await self._http.request(method, self.url + path, content=content, headers=headers)
         text = f"{what}: {resp.status_code} {resp.text[:300]}"
         if resp.status_code == 429:
-            raise ThrottledError(text)
+            raise ThrottledError(text, retry_after(resp))
         if method == "POST" and path == "/records" and 400 <= resp.status_code < 500:
             raise BatchRejectedError(text)
         if not 200 <= resp.status_code < 300:
