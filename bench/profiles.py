@@ -45,6 +45,17 @@ class Profile:
     memory_replicas: tuple[int, ...] = (1, 2, 4)
     memory_zones: int = 1000
     memory_records: int = 20
+    # provider_budget: Z zones x R records under one account limit (fake --profile route53), replicas
+    # 1, 2, 4 in turn; at each, `budget_events` changes at `budget_event_rate`/s in the steady state
+    budget_replicas: tuple[int, ...] = (1, 2, 4)
+    budget_zones: int = 1000
+    budget_records: int = 200
+    budget_rate: float = 10.0
+    budget_burst: int = 50
+    budget_latency: float = 0.05
+    budget_event_rate: float = 2.0
+    budget_events: int = 60
+    budget_timeout: float = 900.0  # syncing 1,000 zones at 10 calls/s alone takes 5 minutes
     # planner and apiserver micro-benchmarks
     planner_records: int = 100_000
     planner_repeat: int = 5
@@ -87,6 +98,10 @@ QUICK = Profile(
     handoff_records=5,
     memory_zones=160,
     memory_records=10,
+    budget_zones=100,
+    budget_records=20,
+    budget_events=20,
+    budget_timeout=180.0,
     planner_records=50_000,
     planner_repeat=1,
     apiserver_seconds=1.0,
@@ -116,6 +131,14 @@ SMOKE = Profile(
     memory_replicas=(1,),
     memory_zones=12,
     memory_records=3,
+    budget_replicas=(1, 2),
+    budget_zones=8,
+    budget_records=3,
+    budget_rate=50.0,
+    budget_events=4,
+    budget_event_rate=4.0,
+    budget_latency=0.01,
+    budget_timeout=30.0,
     planner_records=2_000,
     planner_repeat=1,
     apiserver_seconds=0.3,

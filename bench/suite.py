@@ -18,6 +18,7 @@ from bench.scenarios import (
     failover,
     memory,
     micro,
+    provider_budget,
     rebalance,
     rolling_restart,
     scaling,
@@ -37,6 +38,7 @@ SCENARIOS: dict[str, Scenario] = {
     "rolling_restart": rolling_restart.run,
     "memory": memory.run,
     "chaos": chaos.run,
+    "provider_budget": provider_budget.run,
 }
 
 

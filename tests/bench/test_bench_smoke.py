@@ -64,6 +64,12 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
         assert "seconds_without_coordinator" in latest["failover"][case]
     assert isinstance(latest["rolling_restart"]["zones_moved"], int)
     assert latest["memory"]["runs"]["1"]["max_mib"] > 0
+    budget = latest["provider_budget"]
+    for n in ("1", "2"):
+        for field in ("p50_seconds", "p99_seconds", "calls_per_change", "throttled"):
+            assert budget["runs"][n][field] is not None, (n, field)
+        assert budget["runs"][n]["observed"] == budget["runs"][n]["changes"], n
+    assert budget["model_external_dns"]["model"] is True
     assert latest["planner"]["plan_seconds"] > 0
     assert latest["apiserver"]["get_replace_pairs_per_second"] > 0
     chaos = latest["chaos"]
