@@ -42,7 +42,12 @@ class ProviderError(Exception):
 
 
 class ThrottledError(ProviderError):
-    """The provider asked us to slow down (rate limit). A soft error: back off and retry."""
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry, not before
+    `retry_after` seconds (the provider's Retry-After, else 1 s)."""
+
+    def __init__(self, message: str = "", retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class FencedError(ProviderError):
@@ -115,3 +120,12 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class AdjustsDesired(Protocol):
+    """Optional beside Provider: a provider that lists records in a form of its own (aws: alias records,
+    explicit defaults) rewrites the desired endpoints the same way before they are planned, as external-dns's
+    AdjustEndpoints, so records already as wanted plan no change."""
+
+    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]: ...
