@@ -19,8 +19,9 @@ import pytest
 
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
-from shardsync.providers.aws.api import Route53Api, Start
+from shardsync.providers.aws.api import Route53Api
 from shardsync.providers.aws.batches import Limits, fence_name
+from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter
 from shardsync.providers.base import FencedError, FenceToken

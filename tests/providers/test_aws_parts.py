@@ -13,7 +13,7 @@ import pytest
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.flags import ConfigError
 from shardsync.providers.aws import AwsOptions, _validate
-from shardsync.providers.aws.api import AwsThrottledError, Route53Api
+from shardsync.providers.aws.api import Route53Api
 from shardsync.providers.aws.batches import (
     Limits,
     fence_changes,
@@ -23,6 +23,7 @@ from shardsync.providers.aws.batches import (
     token_of,
 )
 from shardsync.providers.aws.canonical import canonical_hosted_zone
+from shardsync.providers.aws.errors import AwsThrottledError
 from shardsync.providers.aws.records import adjust, endpoints_of, requires_delete_create, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name, parse_tags
 from shardsync.providers.base import FenceToken

@@ -1,7 +1,8 @@
 """The AWS Route53 provider, `--provider=aws`: this module holds its flags (external-dns's names and
 meanings) and its construction.
 
-- api.py: the Route53 calls through boto3 (credentials, endpoint, retries, error mapping, the metric);
+- api.py: the Route53 calls through boto3 (credentials, endpoint, retries, error mapping, the metric),
+  imported only when `--provider=aws` is built; errors.py: its errors;
 - canonical.py: the canonical hosted zones of load balancers and other alias targets;
 - records.py: RRsets and endpoints both ways, and external-dns's AdjustEndpoints;
 - batches.py: a plan as change batches within the limits, and the fence compare-and-swap;

@@ -22,8 +22,9 @@ from botocore.credentials import RefreshableCredentials
 from botocore.session import get_session
 from prometheus_client import Counter
 
+from shardsync.providers.aws.errors import AwsThrottledError, InvalidChangeBatchError, Start
 from shardsync.providers.aws.zones import HostedZone
-from shardsync.providers.base import ProviderError, ThrottledError, UnreachableError
+from shardsync.providers.base import ProviderError, UnreachableError
 
 T = TypeVar("T")
 
@@ -44,17 +45,6 @@ THROTTLING_CODES = frozenset(
 )
 TAGS_PER_CALL = 10  # ListTagsForResources takes at most 10 ids
 ZONES_PER_PAGE = "100"
-
-Start = tuple[str, str, str]  # (name, type, set identifier) where the next listing page starts
-
-
-class AwsThrottledError(ThrottledError):
-    """Route53 kept throttling after the retries (Throttling, PriorRequestNotComplete, HTTP 429)."""
-
-
-class InvalidChangeBatchError(ProviderError):
-    """Route53 refused a change batch for its content (InvalidChangeBatch, InvalidInput); nothing of it was
-    applied. The message is Route53's, naming the RRsets at fault."""
 
 
 class Route53Api:

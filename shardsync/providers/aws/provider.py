@@ -26,7 +26,6 @@ import anyio.to_thread
 
 from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
-from shardsync.providers.aws.api import InvalidChangeBatchError, Start
 from shardsync.providers.aws.batches import (
     Change,
     Limits,
@@ -38,6 +37,7 @@ from shardsync.providers.aws.batches import (
     split,
     token_of,
 )
+from shardsync.providers.aws.errors import InvalidChangeBatchError, Start
 from shardsync.providers.aws.records import adjust, endpoints_of, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name
 from shardsync.providers.base import FencedError, FenceToken, ProviderError, RecordsRejectedError, Rejected
