@@ -4,22 +4,30 @@ must name the current values, a batch applies whole or not at all, and the batch
 
 Two replicas write one zone through two providers: once the second has swapped the fence, the first one's
 batch — headed by `DELETE fence "<its token>"` — is refused whole, and the audit shows no two writers at
-once. A plan too big for one batch is split so that every batch passes the profile's limits.
+once. A plan too big for one batch is split so that every batch passes the profile's limits. A worker
+whose calls the account bucket throttles backs off and syncs the zone all the same.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import anyio
 import pytest
 
 from bench.audit import overlapping_writes
+from shardsync.desired import DesiredIndex
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.aws.batches import fence_name
+from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
-from shardsync.providers.base import FencedError, FenceToken
+from shardsync.providers.base import FencedError, FenceToken, ThrottledError
 from shardsync.providers.fake.profile import ROUTE53
 from shardsync.providers.fake.store import FakeStore
+from shardsync.registry import TxtRegistry
+from shardsync.worker import Worker, WorkerOptions
 from tests.providers.route53_on_fake import Route53OnFake
+from tests.waits import eventually
 
 ZONE = "ex.org"
 
@@ -99,3 +107,48 @@ def test_a_large_plan_is_split_into_batches_route53_accepts() -> None:
     assert len(applies) == 1 + 4 + 2  # the fence; 3,000 creates in 4 batches; 700 upserts in 2
     assert len(s.peek(ZONE)) == 3001
     assert sum(e.targets == ("192.0.2.99",) for e in s.peek(ZONE)) == 700
+
+
+class CountingThrottles(Route53OnFake):
+    """The double, counting the calls the account bucket throttled."""
+
+    throttled = 0
+
+    def change(self, zone_id: str, changes: list[dict[str, Any]], comment: str = "") -> None:
+        try:
+            super().change(zone_id, changes, comment)
+        except ThrottledError:
+            type(self).throttled += 1
+            raise
+
+    def rrsets(
+        self, zone_id: str, start: Start | None, max_items: int
+    ) -> tuple[list[dict[str, Any]], Start | None]:
+        try:
+            return super().rrsets(zone_id, start, max_items)
+        except ThrottledError:
+            type(self).throttled += 1
+            raise
+
+
+def test_a_worker_rides_out_the_account_bucket_and_syncs() -> None:
+    # An account bucket of 3 requests refilled at 5/s: the first sync needs more calls than that, so some
+    # are throttled; the worker backs off (at least the Retry-After) and the zone syncs all the same.
+    s = FakeStore(profile=ROUTE53.with_account(rate=5, burst=3))
+    s.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [a("web"), a("api", "192.0.2.2")])
+    CountingThrottles.throttled = 0
+    provider = AwsProvider(CountingThrottles(s, "replica-a"), batch_interval=0.0)
+    worker = Worker(provider, TxtRegistry(owner_id="x"), desired, WorkerOptions(interval=60, event_delay=0))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker.run)
+            worker.own(ZONE, FenceToken(1, "replica-a"))
+            await eventually(lambda: worker.statuses[ZONE].syncs >= 1, within=20)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert CountingThrottles.throttled >= 1
+    assert {e.dns_name for e in s.peek(ZONE)} >= {f"web.{ZONE}", f"api.{ZONE}", f"a-web.{ZONE}"}

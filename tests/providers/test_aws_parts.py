@@ -5,9 +5,11 @@ loopback server that always answers Throttling (moto never throttles)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
+import anyio
 import pytest
 
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
@@ -23,10 +25,11 @@ from shardsync.providers.aws.batches import (
     token_of,
 )
 from shardsync.providers.aws.canonical import canonical_hosted_zone
-from shardsync.providers.aws.errors import AwsThrottledError
+from shardsync.providers.aws.errors import AwsThrottledError, Start
+from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.records import adjust, endpoints_of, requires_delete_create, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name, parse_tags
-from shardsync.providers.base import FenceToken
+from shardsync.providers.base import FenceToken, ProviderError
 
 ELB = "my-lb-1.eu-west-1.elb.amazonaws.com"
 NLB = "net-lb-abc.elb.us-east-2.amazonaws.com"
@@ -300,3 +303,32 @@ def test_throttling_is_retried_a_bounded_number_of_times_then_a_typed_error(
         Route53Api(retries=1).hosted_zones()
     assert throttling.requests == 2  # the call and one retry (--aws-api-retries=1)
     assert info.value.retry_after == 7.0
+
+
+def test_the_zone_list_is_reused_for_aws_zones_cache_duration() -> None:
+    class Listing:
+        calls = 0
+
+        def hosted_zones(self) -> list[HostedZone]:
+            Listing.calls += 1
+            return [HostedZone("Z1", "ex.org", False)]
+
+        def tags(self, zone_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+            return {}
+
+        def rrsets(self, zone_id: str, start: Start | None, max_items: int) -> tuple[list[Any], Start | None]:
+            return [], None
+
+        def change(self, zone_id: str, changes: list[dict[str, Any]], comment: str = "") -> None:
+            return None
+
+    async def main() -> None:
+        cached, fresh = AwsProvider(Listing(), zones_cache=600), AwsProvider(Listing())
+        for provider in (cached, cached, fresh, fresh):
+            assert await provider.zones() == ["ex.org"]
+        assert Listing.calls == 3
+        with pytest.raises(ProviderError, match="no such Route53 hosted zone"):
+            await cached.records("elsewhere.org")  # an unknown zone lists again, cache or not
+        assert Listing.calls == 4
+
+    anyio.run(main)

@@ -36,6 +36,9 @@ class AwsOptions:
     evaluate_target_health: bool = True
     assume_role: str = ""
     assume_role_external_id: str = field(default="", repr=False)
+    zones_cache_duration: float = 0.0
+    # a zone is kept when --domain-filter names a domain under it; external-dns does so only with this flag
+    zone_match_parent: bool = False
 
 
 def _validate(o: AwsOptions) -> None:
@@ -55,6 +58,8 @@ def _validate(o: AwsOptions) -> None:
         raise ConfigError("--aws-api-retries must be 0 or more")
     if o.batch_change_interval < 0:
         raise ConfigError("--aws-batch-change-interval must not be negative")
+    if o.zones_cache_duration < 0:
+        raise ConfigError("--aws-zones-cache-duration must not be negative")
     if o.assume_role_external_id and not o.assume_role:
         raise ConfigError("--aws-assume-role-external-id needs --aws-assume-role")
 
@@ -131,6 +136,18 @@ FLAGS = FlagGroup(
             flag="aws-assume-role-external-id",
             secret=True,
         ),
+        mirrored(
+            "zones_cache_duration",
+            "how long the list of hosted zones is reused before it is listed again (0s: every time)",
+            kind=duration,
+            flag="aws-zones-cache-duration",
+        ),
+        mirrored(
+            "zone_match_parent",
+            "accepted from external-dns manifests; zones above a --domain-filter domain are always kept",
+            switch=True,
+            flag="aws-zone-match-parent",
+        ),
     ),
     _validate,
 )
@@ -156,6 +173,7 @@ def build(options: AwsOptions, identity: str) -> AwsProvider:
             chars=options.batch_change_size_bytes,
         ),
         batch_interval=options.batch_change_interval,
+        zones_cache=options.zones_cache_duration,
         prefer_cname=options.prefer_cname,
         evaluate_target_health=options.evaluate_target_health,
     )

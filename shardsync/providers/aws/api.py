@@ -13,7 +13,7 @@ the worker takes as back-off. Every call is counted in `shardsync_aws_api_calls_
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import boto3
 import botocore.config
@@ -25,8 +25,6 @@ from prometheus_client import Counter
 from shardsync.providers.aws.errors import AwsThrottledError, InvalidChangeBatchError, Start
 from shardsync.providers.aws.zones import HostedZone
 from shardsync.providers.base import ProviderError, UnreachableError
-
-T = TypeVar("T")
 
 CALLS = Counter(
     "shardsync_aws_api_calls_total",

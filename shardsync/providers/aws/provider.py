@@ -17,6 +17,8 @@ Blocking boto3 calls run in worker threads (api.py maps their errors and counts 
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -79,6 +81,7 @@ class AwsProvider:
         batch_interval: float = 1.0,
         prefer_cname: bool = False,
         evaluate_target_health: bool = True,
+        zones_cache: float = 0.0,
         max_in_flight: int = 8,
     ) -> None:
         self.api = api
@@ -87,7 +90,9 @@ class AwsProvider:
         self.batch_interval = batch_interval
         self.prefer_cname = prefer_cname
         self.evaluate_target_health = evaluate_target_health
+        self.zones_cache = zones_cache
         self._zones: dict[str, HostedZone] = {}
+        self._listed_at = -math.inf
         self._left_out: set[str] = set()
         self._max_in_flight = max_in_flight
         self._limiter: anyio.CapacityLimiter | None = None
@@ -95,9 +100,10 @@ class AwsProvider:
     # -- the Provider protocol ----------------------------------------------------------------------------
 
     async def zones(self) -> list[str]:
-        found = await self._in_thread(self._discover)
-        self._zones = found
-        return sorted(found)
+        if time.monotonic() - self._listed_at >= self.zones_cache:  # --aws-zones-cache-duration
+            self._zones = await self._in_thread(self._discover)
+            self._listed_at = time.monotonic()
+        return sorted(self._zones)
 
     async def records(self, zone: str) -> list[Endpoint]:
         zone_id = await self._zone_id(zone)
@@ -199,6 +205,7 @@ class AwsProvider:
     async def _zone_id(self, zone: str) -> str:
         zone = normalize_name(zone)
         if zone not in self._zones:
+            self._listed_at = -math.inf  # a zone not seen yet: list again, whatever the cache says
             await self.zones()
         try:
             return self._zones[zone].id
