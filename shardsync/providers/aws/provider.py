@@ -42,7 +42,15 @@ from shardsync.providers.aws.batches import (
 from shardsync.providers.aws.errors import InvalidChangeBatchError, Start
 from shardsync.providers.aws.records import adjust, endpoints_of, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name
-from shardsync.providers.base import FencedError, FenceToken, ProviderError, RecordsRejectedError, Rejected
+from shardsync.providers.base import (
+    FencedError,
+    FenceToken,
+    Pacer,
+    ProviderError,
+    RecordsRejectedError,
+    Rejected,
+    unpaced,
+)
 
 log = get_logger("shardsync.providers.aws")
 
@@ -95,6 +103,9 @@ class AwsProvider:
         self._listed_at = -math.inf
         self._left_out: set[str] = set()
         self._max_in_flight = max_in_flight
+        # awaited before each further API request of one call (base.MultiRequest): the provider budget
+        # paces and counts every listing page and change batch, not only every call
+        self.pacer: Pacer = unpaced
         self._limiter: anyio.CapacityLimiter | None = None
 
     # -- the Provider protocol ----------------------------------------------------------------------------
@@ -111,6 +122,8 @@ class AwsProvider:
         out: list[Endpoint] = []
         start: Start | None = None
         while True:
+            if out:
+                await self.pacer("records")
             page, start = await self._in_thread(partial(self.api.rrsets, zone_id, start, self.page_size))
             for rrset in page:
                 if normalize_name(unescape(str(rrset["Name"]))) == fence:
@@ -134,6 +147,7 @@ class AwsProvider:
         for index, batch in enumerate(batches):
             if index:
                 await anyio.sleep(self.batch_interval)
+                await self.pacer("apply")
             try:
                 await self._send(zone, zone_id, batch, fence, index, len(batches))
             except InvalidChangeBatchError as exc:
@@ -154,6 +168,7 @@ class AwsProvider:
                     f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
                     f"{token.identity} at generation {token.generation} may not take it"
                 )
+            await self.pacer("fence")  # the read was the call's first request
             cas = fence_changes(zone, None, token)
             if current is not None:  # delete exactly what was read: the compare of the swap
                 cas = [{"Action": "DELETE", "ResourceRecordSet": current}, cas[0] | {"Action": "UPSERT"}]
@@ -254,6 +269,7 @@ class AwsProvider:
         log.info("aws batch refused; sending its records one group at a time", zone=zone, groups=len(groups))
         rejected: list[Rejected] = []
         for group in groups.values():
+            await self.pacer("apply")
             try:
                 await self._send(zone, zone_id, group, fence, 0, 1)
             except InvalidChangeBatchError as exc:

@@ -27,8 +27,10 @@ from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
     FenceToken,
+    Pacer,
     ProviderError,
     UnreachableError,
+    unpaced,
 )
 from shardsync.providers.fake.audit import AuditEntry
 from shardsync.providers.fake.faults import Faults
@@ -102,6 +104,7 @@ class FakeHTTPProvider:
     ) -> None:
         self.url = url.rstrip("/")
         self.identity = identity
+        self.pacer: Pacer = unpaced  # awaited before each listing page after the first (base.MultiRequest)
         self._timeout = timeout
         self._http = httpx.AsyncClient(
             base_url=self.url,
@@ -132,6 +135,8 @@ class FakeHTTPProvider:
         out: list[Endpoint] = []
         after: Any = None
         while True:
+            if after is not None:
+                await self.pacer("records")
             query = "" if after is None else "?" + urlencode({"after": orjson.dumps(after).decode()})
             data = (await self._request("GET", path + query)).json()
             out.extend(_endpoints(data["records"], f"fake provider GET {path}"))
