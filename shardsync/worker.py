@@ -45,6 +45,7 @@ from shardsync.providers.base import (
     RecordsRejectedError,
     Rejected,
     ThrottledError,
+    adjuster_of,
 )
 from shardsync.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
@@ -234,6 +235,8 @@ class Worker:
             status.last_error = f"{kind}: {exc}"
             backoff = self._backoff.setdefault(zone, Backoff(initial=0.5, maximum=self.options.max_backoff))
             delay = backoff.next()
+            if isinstance(exc, ThrottledError) and exc.retry_after is not None:  # never sooner than asked
+                delay = max(delay, min(exc.retry_after, self.options.max_backoff))
             log.warning(
                 "zone reconcile failed",
                 zone=zone,
@@ -266,6 +269,9 @@ class Worker:
         registry = self.registry  # the owner id and managed types are the registry's (one home)
         view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
+        adjuster = adjuster_of(self.provider)
+        if adjuster is not None:  # records listed in the provider's own form
+            desired = adjuster.adjust_desired(desired)
         result = plan(
             desired,
             view.current,

@@ -140,3 +140,21 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class AdjustsDesired(Protocol):
+    """Optional beside Provider: a provider that lists records in a form of its own (aws: alias records,
+    explicit defaults) rewrites the desired endpoints the same way before they are planned, as external-dns's
+    AdjustEndpoints, so records already as wanted plan no change."""
+
+    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]: ...
+
+
+def adjuster_of(provider: object) -> AdjustsDesired | None:
+    """The provider, or the one a wrapper (budget, cache) holds as `inner`, that adjusts desired endpoints."""
+    while provider is not None:
+        if isinstance(provider, AdjustsDesired):
+            return provider
+        provider = getattr(provider, "inner", None)
+    return None
