@@ -12,7 +12,17 @@ from typing import Any
 from bench import report
 from bench.profiles import Profile
 from bench.progress import Progress
-from bench.scenarios import event_latency, failover, memory, micro, rebalance, rolling_restart, scaling
+from bench.scenarios import (
+    chaos,
+    event_latency,
+    failover,
+    memory,
+    micro,
+    provider_budget,
+    rebalance,
+    rolling_restart,
+    scaling,
+)
 from bench.scenarios.common import Context, error_result
 
 Scenario = Callable[[Context], dict[str, Any]]
@@ -27,6 +37,8 @@ SCENARIOS: dict[str, Scenario] = {
     "failover": failover.run,
     "rolling_restart": rolling_restart.run,
     "memory": memory.run,
+    "chaos": chaos.run,
+    "provider_budget": provider_budget.run,
 }
 
 

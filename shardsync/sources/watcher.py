@@ -52,19 +52,19 @@ from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
-from shardsync.objects import Obj, Resource
+from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
+from shardsync.sources.gate import ObjectGate
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
+from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
 from shardsync.sources.result import Problem
 from shardsync.sources.table import SOURCES
 
 log = get_logger(__name__)
-
-# The Event reason of a problem found in a source object.
-INVALID_REASON = "InvalidEndpoint"
 
 # external-dns's name: requests for source objects that failed (there: a failed Endpoints() call).
 SOURCE_ERRORS = Counter(
@@ -128,6 +128,7 @@ class SourceWatcher:
         events: EventRecorder | None = None,
         write_status: Callable[[], bool] = _always,
         table: Mapping[str, SourceKind[Any]] = SOURCES,
+        policy: NamespacePolicy | None = None,
     ) -> None:
         unknown = sorted(set(options.sources) - set(table))
         if unknown:
@@ -150,6 +151,10 @@ class SourceWatcher:
         # external-dns installs its PTR wrapper only when PTR is a managed record type (sources.ptr).
         ptr = options.record_types.match("PTR")
         self._ptr = PtrIndex(options.common.create_ptr) if ptr else None
+        # Limits and the namespace policy apply to every kind alike (sources.gate).
+        self._gate = ObjectGate(options.common.limits, policy)
+        if policy is not None:
+            policy.on_change = self._namespace_changed
         for name in dict.fromkeys(options.sources):
             self._add(table[name])
 
@@ -205,6 +210,12 @@ class SourceWatcher:
                 source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
         self._wake.notify()
 
+    def _namespace_changed(self, namespace: str) -> None:
+        for source in self._sources.values():
+            cache = self._cache(source.kind.resource)
+            source.pending.update(dict.fromkeys(k for k in cache if k.startswith(namespace + "/")))
+        self._wake.notify()
+
     # -- running --------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -212,6 +223,8 @@ class SourceWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
             tg.start_soon(self._follow_writer)
+            if self._gate.policy is not None:
+                tg.start_soon(self._gate.policy.run)
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
                 if waiting:
@@ -225,6 +238,8 @@ class SourceWatcher:
     async def _await_listed(self, source: _Source) -> None:
         for resource in source.kind.watches:
             await self._informers[resource].synced.wait()
+        if self._gate.policy is not None:
+            await self._gate.policy.synced.wait()
         source.ready = True
         self._wake.notify()
 
@@ -319,16 +334,23 @@ class SourceWatcher:
         obj = self._cache(kind.resource).get(key)
         if obj is not None and not self.options.objects.matches(obj):
             obj = None
+        ref: ObjectRef | None = None
+        problems: list[Problem] = []
+        if obj is not None:
+            ref = ObjectRef.of(obj, kind.resource, kind.resource_kind)
+            obj, problems = self._gate.before(obj, ref)
         result = source.translator.translate(key, obj)
         desired_key = f"{kind.name}/{key}"
         found: list[Endpoint] = []
         if result is not None:
             found = with_default_targets(result.endpoints, self.options.common)
+            problems += result.problems
+        found, refused = self._gate.after(desired_key, ref, found)
         addresses: set[str] = set()
         if self._ptr is not None:
             found, addresses = self._ptr.update(desired_key, found)
         endpoints = filter_endpoints(found, self.options.domains, self.options.record_types)
-        self._report(kind.name, desired_key, result.problems if result is not None else [])
+        self._report(kind.name, desired_key, [*problems, *refused])
         changed = self.desired.set_object(desired_key, endpoints)
         for address in addresses:
             assert self._ptr is not None
@@ -360,7 +382,7 @@ class SourceWatcher:
 
     def _post(self, problem: Problem) -> None:
         if self._events is not None:
-            self._events.record(problem.ref, INVALID_REASON, f"{problem.field}: {problem.message}")
+            self._events.record(problem.ref, problem.reason, f"{problem.field}: {problem.message}")
 
     async def _follow_writer(self) -> None:
         """Catch up (`request_status_sweep`) whenever write_status() turns true."""
