@@ -8,7 +8,8 @@ the listeners it attaches to, plus the `hostname` annotation (unless `--ignore-h
 `gateway-hostname-source` annotation keeps only the defined names (`defined-hosts-only`) or only the
 annotation's (`annotation-only`). Each name is intersected with the hostname of every listener of every
 Gateway that accepted the route (the rules: sources.gateway_match); what survives points at that
-Gateway's targets. `ttl`, `set-identifier` and the provider-specific annotations of the route apply; a
+Gateway's targets. A name that is not a DNS name (an IP address, `bad..name`) matches nothing and is
+reported on the route. `ttl`, `set-identifier` and the provider-specific annotations of the route apply; a
 route or a Gateway whose `controller` annotation names another controller is skipped. `--gateway-name`,
 `--gateway-namespace` and `--gateway-label-filter` choose the Gateways that count. Endpoints carry
 `resource=<kind>/<namespace>/<name>` with the lower-case kind (`httproute`), as external-dns labels them.
@@ -176,6 +177,9 @@ def route_endpoints(
     ref = ObjectRef.of(route, kind.resource, kind.label)
     problems = [Problem(ref, p.field, p.message) for p in parsed.problems]
     hosts = _route_hosts(route, kind, parsed, common, problems)
+    for host, field_path in hosts:
+        if host and match.canonical_host(host) is None:  # external-dns drops it with a debug line only
+            problems.append(Problem(ref, field_path, f"{host!r} is not a DNS name (RFC 1123); ignored"))
     out = EndpointSet(
         ref,
         created=get_str(route, "metadata", "creationTimestamp"),

@@ -3,7 +3,8 @@ re-translate only what an event affects, and tell the caller which zones that ch
 
 The watcher knows no kind: each is a line of the source table (`sources.table`; what a line says:
 `sources.kind`). One Informer per resource a chosen kind watches (one for all the kinds that read it);
-namespaced list calls when --namespace is set. An event on a kind's own object marks that object pending;
+namespaced list calls when --namespace is set (except for a related resource the kind reads everywhere,
+`SourceKind.all_namespaces`). An event on a kind's own object marks that object pending;
 an event on a related object marks the objects the kind's translator says it feeds (`Translator.related`:
 the Services a Node, EndpointSlice or Pod feeds). One task translates the pending objects through their
 kind's translator, applies `--default-targets` (sources.common), the object, domain and record-type
@@ -13,7 +14,8 @@ records that A and AAAA records ask for (`--create-ptr`, sources.ptr) are kept u
 
 Nothing of a kind is translated before every informer it reads has listed once, so the first translation
 sees full caches and each object is translated once however large the initial list. A kind whose resources
-are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff and
+are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff (each
+resource at its version, then at its `older_versions`: the first served one is what the informer reads) and
 saying once what to install, and holds up only itself; `synced` is set once every kind has listed and been
 translated.
 

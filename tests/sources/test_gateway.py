@@ -5,6 +5,7 @@ several Gateways, the --gateway-* flags."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,10 @@ from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.objects import object_key
 from shardsync.sources import gateway as gw
 from shardsync.sources.common import SourceOptions
-from tests.sources.gateway_objects import gateway, listener, namespace, parent, route
+from shardsync.sources.kind import SourceContext
+from shardsync.sources.table import SOURCES, event_ref
+from tests.sources.fake_kube import FakeKube
+from tests.sources.gateway_objects import ALL, gateway, listener, namespace, parent, route
 
 HOST = "external-dns.kubernetes.io/hostname"
 SOURCE = "external-dns.kubernetes.io/gateway-hostname-source"
@@ -412,6 +416,7 @@ CASES = [
         route("test", hostnames=("1.2.3.4",), parents=(parent("gw"),)),
         [gateway("gw", "default", listener(hostname="*.example.internal"))],
         {},
+        problems=1,
     ),
 ]
 
@@ -453,3 +458,27 @@ def test_a_bad_gateway_label_filter_is_refused_at_start() -> None:
 
     with pytest.raises(ConfigError, match="--gateway-label-filter"):
         gw.FLAGS.validate(gw.GatewayOptions(gateway_label_filter="a in ("))
+
+
+@pytest.mark.parametrize("route_kind", [gw.HTTP, gw.GRPC, gw.TLS, gw.TCP, gw.UDP], ids=lambda r: r.label)
+def test_each_kind_labels_its_endpoints_and_refers_to_its_objects_as_the_table_says(
+    route_kind: gw.RouteKind,
+) -> None:
+    kind = SOURCES[f"gateway-{route_kind.label}"]
+    listeners = [listener(p, protocol=p, allowed=ALL) for p in ("HTTP", "TLS", "TCP", "UDP")]
+    caches = {
+        gw.GATEWAYS: by_key([gateway("gw", "infra", *listeners)]),
+        gw.NAMESPACES: by_key([namespace("infra"), namespace("apps")]),
+    }
+    context = SourceContext(kind.default_options(), lambda r: caches.get(r, {}), FakeKube(), lambda: True)
+    annotations = {HOST: "ok.example.internal,bad..example.internal"}
+    obj = route(
+        "r", "apps", parents=(parent("gw", "infra"),), annotations=annotations, kind=route_kind.resource.kind
+    )
+    result = kind.start(context).translate("apps/r", obj)
+    assert result is not None
+    assert [(e.dns_name, e.labels[RESOURCE_LABEL]) for e in result.endpoints] == [
+        ("ok.example.internal", f"{route_kind.label}/apps/r")
+    ]
+    (problem,) = result.problems  # the invalid name, reported on the route
+    assert event_ref(problem.ref.resource) == dataclasses.replace(problem.ref, uid="")

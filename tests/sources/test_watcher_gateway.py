@@ -4,6 +4,7 @@ than --namespace still read, older served versions found, and the kinds waiting 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from shardsync.manifests import load_gateway_crds
 from shardsync.sources import gateway as gw
 from shardsync.sources.gateway import RouteIndex
 from shardsync.sources.watcher import WatchOptions
+from tests.waits import eventually
 
 from .gateway_objects import GROUP, gateway, listener, namespace, parent, route
 from .watching import ZONE, Harness, blocking, metric, watching
@@ -143,12 +145,28 @@ async def test_gateway_outside_namespace_and_older_versions(apiserver: ApiServer
         await h.settle({})
 
 
-async def test_routes_wait_for_the_gateway_api_crds(apiserver: ApiServer) -> None:
+async def test_routes_wait_for_the_gateway_api_crds(
+    apiserver: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Asked for without the CRDs: one error line per resource not served, naming what to install; the
+    # service kind beside it runs.
     before = metric("shardsync_source_crd_missing")
-    async with watching(apiserver, WatchOptions(sources=("gateway-httproute",)), wait_synced=False) as h:
-        from tests.waits import eventually
-
-        await eventually(lambda: metric("shardsync_source_crd_missing") > before, within=5)
-        assert not h.watcher.synced.is_set()
+    options = WatchOptions(sources=("service", "gateway-httproute"), max_backoff=0.2)
+    async with watching(apiserver, options, wait_synced=False) as h:
+        await eventually(lambda: metric("shardsync_source_crd_missing") == before + 2, within=5)
+        await eventually(lambda: "services" not in h.watcher.unsynced(), within=5)
+        assert {"gateways", "httproutes"} <= set(h.watcher.unsynced())
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        wanted = "Gateway API CRDs not installed; the gateway-httproute source waits for it, the others run"
+        assert [e for e in errors if wanted in e] and len(errors) == 2, errors
         await install_crds(h)
         await eventually(h.watcher.synced.is_set, within=10)
+        assert metric("shardsync_source_crd_missing") == before
+
+
+async def test_without_a_gateway_source_nothing_is_said_of_the_crds(
+    apiserver: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with watching(apiserver, WatchOptions(sources=("service",))) as h:
+        assert "gateways" not in h.watcher.informers
+    assert "Gateway API" not in caplog.text
