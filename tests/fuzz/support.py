@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 FULL_EXAMPLES = 10_000
-CI_EXAMPLES = 200
+CI_EXAMPLES = 100
 
 full = False  # set by tests/conftest.py at configure time, before the fuzz modules are imported
 counts: Counter[str] = Counter()  # examples run, by area
