@@ -13,6 +13,7 @@ from prometheus_client import REGISTRY
 
 import shardsync
 import shardsync.ownership.metrics  # registers the ownership metrics
+import shardsync.providers.aws.api  # registers the aws provider's metrics (imported only with --provider=aws)
 import shardsync.replica
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
 from shardsync.providers import rfc2136 as rfc2136_provider

@@ -60,7 +60,11 @@ lease_annotations = st.dictionaries(
     st.sampled_from(
         [ANNOTATION_WEIGHT, ANNOTATION_DRAINING, ANNOTATION_RESTARTING, ANNOTATION_OBSERVED_GENERATION, "x"]
     ),
-    maybe(st.one_of(st.sampled_from(["1", "0", "true", "false", "-1", "1e9", "99999999999999999999"]), text)),
+    maybe(
+        st.one_of(
+            st.sampled_from(["1", "0", "true", "false", "-1", "1e9", "99999999999999999999"]), text, huge
+        )
+    ),
 )
 
 
