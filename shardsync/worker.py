@@ -37,6 +37,7 @@ from shardsync.notify import Notifier
 from shardsync.ownership.port import ZoneStatus
 from shardsync.plan import Conflict, Policy, Skipped, plan
 from shardsync.providers.base import (
+    AdjustsDesired,
     BatchRejectedError,
     FencedError,
     FenceToken,
@@ -233,6 +234,8 @@ class Worker:
             status.last_error = f"{kind}: {exc}"
             backoff = self._backoff.setdefault(zone, Backoff(initial=0.5, maximum=self.options.max_backoff))
             delay = backoff.next()
+            if isinstance(exc, ThrottledError):  # never sooner than the provider asked
+                delay = max(delay, min(exc.retry_after, self.options.max_backoff))
             log.warning(
                 "zone reconcile failed",
                 zone=zone,
@@ -265,6 +268,8 @@ class Worker:
         registry = self.registry  # the owner id and managed types are the registry's (one home)
         view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
+        if isinstance(self.provider, AdjustsDesired):  # records listed in the provider's own form
+            desired = self.provider.adjust_desired(desired)
         result = plan(
             desired,
             view.current,

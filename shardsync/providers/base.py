@@ -43,12 +43,10 @@ class ProviderError(Exception):
 
 
 class ThrottledError(ProviderError):
-    """The provider asked us to slow down (rate limit). A soft error: back off and retry.
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry, not before
+    `retry_after` seconds (the provider's Retry-After, else 1 s)."""
 
-    `retry_after`: the seconds the provider asked us to wait (HTTP Retry-After), None when it named none.
-    """
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str = "", retry_after: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
@@ -92,9 +90,9 @@ class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
 
 
-# Awaited by a provider before each further API request one of its calls makes (a listing's next page, a
-# change split into several batches), with the kind of call: the provider budget paces and counts each
-# request that way, not only each call (shardsync.providers.budget).
+# Awaited by a provider before each API request it makes, with the kind of call (zones, records, apply,
+# fence): the provider budget paces and counts every request that way (shardsync.providers.budget), a
+# listing's pages, a change's batches and a fence's read-then-swap each one, not only each call.
 Pacer = Callable[[str], Awaitable[None]]
 
 
@@ -104,7 +102,7 @@ async def unpaced(kind: str) -> None:
 
 @runtime_checkable
 class MultiRequest(Protocol):
-    """A provider whose calls may take several API requests; its `pacer` is awaited before each extra one."""
+    """A provider whose calls may take several API requests: it awaits its `pacer` before each of them."""
 
     pacer: Pacer
 
@@ -140,3 +138,12 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class AdjustsDesired(Protocol):
+    """Optional beside Provider: a provider that lists records in a form of its own (aws: alias records,
+    explicit defaults) rewrites the desired endpoints the same way before they are planned, as external-dns's
+    AdjustEndpoints, so records already as wanted plan no change."""
+
+    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]: ...

@@ -170,3 +170,14 @@ async def test_dry_run_writes_nothing() -> None:
     assert names(store) == {}
     assert store.audit() == []
     assert store.fence_of(ZONE) is None
+
+
+async def test_a_throttled_zone_backs_off_at_least_as_long_as_the_provider_asked() -> None:
+    store = FakeStore(faults=Faults(throttle_next=1))
+    store.add_zone(ZONE)
+    worker = make(store, DesiredIndex([ZONE]), max_backoff=30)
+    worker.own(ZONE)
+    # the injected throttle says Retry-After 1 s; the worker's own first back-off is about 0.5 s
+    assert await worker._reconcile_guarded(ZONE) == 1.0
+    assert worker.statuses[ZONE].last_error.startswith("throttled")
+    assert await worker._reconcile_guarded(ZONE) is None

@@ -27,12 +27,7 @@ ANONYMOUS = "anonymous"  # the client of a call that does not name itself
 
 
 class FakeThrottledError(ThrottledError):
-    """Throttled, with the number of seconds after which a retry may succeed (sent as Retry-After)."""
-
-    retry_after: float
-
-    def __init__(self, message: str, retry_after: float = 1.0) -> None:
-        super().__init__(message, retry_after)
+    """Throttled by the fake; its `retry_after` is sent as Retry-After."""
 
 
 @dataclass(frozen=True, slots=True)
