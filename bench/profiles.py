@@ -1,5 +1,5 @@
-"""The bench's sizes: `full` (the issue's figures, about 15 minutes on 2 cores), `quick` (about 2 minutes)
-and `smoke` (seconds; for the test suite, figures meaningless).
+"""The bench's sizes: `full` (the issue's figures, about 30 minutes on 2 cores, 18 of them provider_budget's),
+`quick` (about 4 minutes) and `smoke` (seconds; for the test suite, figures meaningless).
 
 The fake provider is latency-bound: every call costs `latency` and a replica may have
 `provider_concurrency` calls in flight (a cloud DNS API's per-client limit), so one replica can do at most
