@@ -1,5 +1,6 @@
-"""The bench's sizes: `full` (the issue's figures, about 30 minutes on 2 cores, 18 of them provider_budget's),
-`quick` (about 4 minutes) and `smoke` (seconds; for the test suite, figures meaningless).
+"""The bench's sizes: `full` (the issue's figures, about 15 minutes on 2 cores, plus about half an hour of
+chaos and 18 minutes of provider_budget), `quick` (about 2 minutes, plus a few of chaos and provider_budget)
+and `smoke` (seconds; for the test suite, figures meaningless).
 
 The fake provider is latency-bound: every call costs `latency` and a replica may have
 `provider_concurrency` calls in flight (a cloud DNS API's per-client limit), so one replica can do at most
@@ -59,6 +60,18 @@ class Profile:
     planner_records: int = 100_000
     planner_repeat: int = 5
     apiserver_seconds: float = 3.0
+    # chaos: `chaos_faults` faults drawn from `chaos_seed` on `chaos_replicas` replicas over `chaos_zones`
+    # zones under source churn (bench/chaos/). Its own sharding timings: with the design defaults a fault
+    # would take a minute to recover from, and 200 of them must fit in about half an hour.
+    chaos_faults: int = 200
+    chaos_seed: int = 16
+    chaos_replicas: int = 3
+    chaos_zones: int = 60
+    chaos_lease_duration: float = 4.0
+    chaos_renew_interval: float = 1.0
+    chaos_settle_delay: float = 0.5
+    chaos_restart_grace: float = 8.0
+    chaos_interval: float = 5.0
     # time limits: a scenario step that takes longer is recorded as failed
     settle_timeout: float = 90.0
     converge_timeout: float = 240.0
@@ -94,6 +107,8 @@ QUICK = Profile(
     apiserver_seconds=1.0,
     settle_timeout=30.0,
     converge_timeout=60.0,
+    chaos_faults=20,
+    chaos_zones=30,
 )
 
 SMOKE = Profile(
@@ -129,6 +144,8 @@ SMOKE = Profile(
     apiserver_seconds=0.3,
     settle_timeout=30.0,
     converge_timeout=30.0,
+    chaos_faults=3,
+    chaos_zones=8,
 )
 
 PROFILES = {p.name: p for p in (FULL, QUICK, SMOKE)}

@@ -26,6 +26,7 @@ SCENARIOS = (
     "provider_budget",
     "planner",
     "apiserver",
+    "chaos",
 )
 
 
@@ -303,6 +304,17 @@ def _apiserver(s: Mapping[str, Any]) -> str:
     return f"apiserver: {pairs:,.0f} get+replace pairs/s (one client, server in its own process)"
 
 
+def _chaos(s: Mapping[str, Any]) -> str:
+    kinds = ", ".join(f"{k} {v}" for k, v in s["fault_kinds"].items())
+    return (
+        f"chaos: {s['faults']} faults (seed {s['seed']}; {kinds}) in {s['chaos_seconds']:.0f}s over "
+        f"{s['zones']} zones\n  overlapping writes {s['overlapping_writes']}, desired records missing "
+        f"{s['desired_missing']}, foreign records touched {s['foreign_touched']}, late recoveries "
+        f"{s['late_recoveries']}: {s['verdict']}\n  longest a zone ran nowhere {s['max_unowned_seconds']}s, "
+        f"slowest recovery {s['max_recovery_seconds']}s (bound {s['liveness_bound_seconds']}s)"
+    )
+
+
 _SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "scaling": _scaling,
     "event_latency": _event_latency,
@@ -314,6 +326,7 @@ _SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "provider_budget": _provider_budget,
     "planner": _planner,
     "apiserver": _apiserver,
+    "chaos": _chaos,
 }
 
 

@@ -13,6 +13,7 @@ from bench import report
 from bench.profiles import Profile
 from bench.progress import Progress
 from bench.scenarios import (
+    chaos,
     event_latency,
     failover,
     memory,
@@ -36,6 +37,7 @@ SCENARIOS: dict[str, Scenario] = {
     "failover": failover.run,
     "rolling_restart": rolling_restart.run,
     "memory": memory.run,
+    "chaos": chaos.run,
     "provider_budget": provider_budget.run,
 }
 

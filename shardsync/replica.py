@@ -27,6 +27,7 @@ from anyio.from_thread import BlockingPortal
 
 from shardsync import config, logs
 from shardsync.backoff import Backoff
+from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
@@ -48,6 +49,7 @@ from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
+from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import COMMON, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from shardsync.worker import Worker, WorkerOptions
@@ -98,14 +100,18 @@ class Replica:
             dry_run=settings.dry_run,
             domains=self.domain_filter,
         )
+        common = settings.options(COMMON)
+        policy = NamespacePolicy.configured(kube, common.namespace_domains_annotation)
+        registry = registry_for(settings)
         self.worker = Worker(
             provider,
-            registry_for(settings),
+            registry,
             self.desired,
             work,
             events=self.events,
             may_write=ownership.may_write,
             on_fenced=ownership.on_fenced,
+            guard=DeleteGuard.of(policy, common.namespace_domains_max_delete, registry.owner_id, self.events),
         )
         kinds = [SOURCES[name] for name in settings.sources]
         watch = WatchOptions(
@@ -115,7 +121,7 @@ class Replica:
             domains=self.domain_filter,
             record_types=RecordTypeFilter.parse(settings.managed_record_types, settings.exclude_record_types),
             source_options={k.name: settings.options(k.flags) for k in kinds if k.flags is not None},
-            common=settings.options(COMMON),
+            common=common,
         )
         self.sources = SourceWatcher(
             kube,
@@ -124,6 +130,7 @@ class Replica:
             on_dirty=self.worker.mark_dirty,
             events=self.events,
             write_status=ownership.is_coordinator,
+            policy=policy,
         )
 
     # -- zones the provider serves ---------------------------------------------------------------

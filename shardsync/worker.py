@@ -37,7 +37,6 @@ from shardsync.notify import Notifier
 from shardsync.ownership.port import ZoneStatus
 from shardsync.plan import Conflict, Policy, Skipped, plan
 from shardsync.providers.base import (
-    AdjustsDesired,
     BatchRejectedError,
     FencedError,
     FenceToken,
@@ -46,6 +45,7 @@ from shardsync.providers.base import (
     RecordsRejectedError,
     Rejected,
     ThrottledError,
+    adjuster_of,
 )
 from shardsync.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
@@ -123,6 +123,7 @@ class Worker:
     may_write: Callable[[], bool] = _always  # the ownership's write gate, asked before every write
     on_fenced: Callable[[str, FenceToken | None], None] = _ignore_fenced  # a write refused by the fence
     clock: Callable[[], float] = time.monotonic
+    guard: Callable[[str, Changes, list[Endpoint]], Changes] | None = None  # shardsync.delete_guard
     statuses: dict[str, ZoneStatus] = field(default_factory=dict, init=False)
     _policy: Policy = field(init=False)
     _schedule: ZoneSchedule = field(init=False)
@@ -234,7 +235,7 @@ class Worker:
             status.last_error = f"{kind}: {exc}"
             backoff = self._backoff.setdefault(zone, Backoff(initial=0.5, maximum=self.options.max_backoff))
             delay = backoff.next()
-            if isinstance(exc, ThrottledError):  # never sooner than the provider asked
+            if isinstance(exc, ThrottledError) and exc.retry_after is not None:  # never sooner than asked
                 delay = max(delay, min(exc.retry_after, self.options.max_backoff))
             log.warning(
                 "zone reconcile failed",
@@ -268,8 +269,9 @@ class Worker:
         registry = self.registry  # the owner id and managed types are the registry's (one home)
         view = registry.read(await self.provider.records(zone))
         desired = self.desired.desired(zone)
-        if isinstance(self.provider, AdjustsDesired):  # records listed in the provider's own form
-            desired = self.provider.adjust_desired(desired)
+        adjuster = adjuster_of(self.provider)
+        if adjuster is not None:  # records listed in the provider's own form
+            desired = adjuster.adjust_desired(desired)
         result = plan(
             desired,
             view.current,
@@ -281,7 +283,8 @@ class Worker:
         status.records, status.desired = len(view.current), len(desired)
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)
-        counts = await self._apply(zone, status, result.changes, view)
+        changes = result.changes if self.guard is None else self.guard(zone, result.changes, view.current)
+        counts = await self._apply(zone, status, changes, view)
         if any(counts.values()):
             log.info(
                 "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",

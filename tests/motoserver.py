@@ -88,6 +88,7 @@ class MotoRoute53:
 def moto_route53() -> Iterator[MotoRoute53]:
     server = MotoRoute53()
     server.start()
+    server.reset()  # moto's state lives in this process, shared by every server it starts
     try:
         yield server
     finally:

@@ -43,10 +43,12 @@ class ProviderError(Exception):
 
 
 class ThrottledError(ProviderError):
-    """The provider asked us to slow down (rate limit). A soft error: back off and retry, not before
-    `retry_after` seconds (the provider's Retry-After, else 1 s)."""
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry.
 
-    def __init__(self, message: str = "", retry_after: float = 1.0) -> None:
+    `retry_after`: the seconds the provider asked us to wait (HTTP Retry-After), None when it named none.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
 
@@ -90,9 +92,9 @@ class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
 
 
-# Awaited by a provider before each API request it makes, with the kind of call (zones, records, apply,
-# fence): the provider budget paces and counts every request that way (shardsync.providers.budget), a
-# listing's pages, a change's batches and a fence's read-then-swap each one, not only each call.
+# Awaited by a provider before each further API request one of its calls makes (a listing's next page, a
+# change split into several batches), with the kind of call: the provider budget paces and counts each
+# request that way, not only each call (shardsync.providers.budget).
 Pacer = Callable[[str], Awaitable[None]]
 
 
@@ -102,7 +104,7 @@ async def unpaced(kind: str) -> None:
 
 @runtime_checkable
 class MultiRequest(Protocol):
-    """A provider whose calls may take several API requests: it awaits its `pacer` before each of them."""
+    """A provider whose calls may take several API requests; its `pacer` is awaited before each extra one."""
 
     pacer: Pacer
 
@@ -147,3 +149,12 @@ class AdjustsDesired(Protocol):
     AdjustEndpoints, so records already as wanted plan no change."""
 
     def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]: ...
+
+
+def adjuster_of(provider: object) -> AdjustsDesired | None:
+    """The provider, or the one a wrapper (budget, cache) holds as `inner`, that adjusts desired endpoints."""
+    while provider is not None:
+        if isinstance(provider, AdjustsDesired):
+            return provider
+        provider = getattr(provider, "inner", None)
+    return None

@@ -21,11 +21,10 @@ or `PriorRequestNotComplete`, HTTP 429 with Retry-After, the fake provider's thr
 halves the current rate (never below MIN_FRACTION of the share), pauses the bucket for the Retry-After the
 provider named, and the rate recovers linearly again. Nothing here ever stops the process.
 
-`BudgetedProvider` wraps any provider: every API request waits for a token and is counted by kind (a
-provider whose calls take several requests, such as a listing of several pages, paces each itself through
-its `pacer`: base.MultiRequest), and a throttled call is retried up to RETRIES times through the bucket
-before the worker's backoff takes over. Without a rate limit it only counts. It passes the inner provider's
-`adjust_desired` on (base.AdjustsDesired), as the record cache does.
+`BudgetedProvider` wraps any provider: every API request waits for a token and is counted by kind (a call
+that takes several requests, such as a listing of several pages, paces each through the provider's
+`pacer`: base.MultiRequest), and a throttled call is retried up to RETRIES times through the bucket before
+the worker's backoff takes over. Without a rate limit it only counts.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from prometheus_client import Counter, Gauge
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import get_logger
-from shardsync.providers.base import AdjustsDesired, FenceToken, MultiRequest, Provider, ThrottledError
+from shardsync.providers.base import FenceToken, MultiRequest, Provider, ThrottledError
 from shardsync.token_bucket import TokenBucket
 
 log = get_logger(__name__)
@@ -53,6 +52,7 @@ RETRIES = 2  # a throttled call is tried again this often, through the bucket, b
 RECOVERY_SECONDS = 10.0  # from no rate to the full share, linearly (from half of it: 5 s)
 START_FRACTION = 0.5  # of the share, at start
 MIN_FRACTION = 1 / 16  # halving never goes below this fraction of the share
+FALLBACK_PAUSE = 1.0  # seconds to pause when a throttling answer names no Retry-After
 MAX_NAP = 0.25  # a call waiting for a token asks again at least this often
 
 CALLS = Counter("shardsync_provider_calls_total", "Provider API calls made, by kind", ["kind"])
@@ -128,20 +128,15 @@ class Budget:
         self._update()
         return self.bucket.try_take()
 
-    def throttled(self, retry_after: float) -> float:
+    def throttled(self, retry_after: float | None) -> float:
         """The provider answered "slow down": halve the rate and pause the bucket for `retry_after`
-        seconds. Returns the new rate."""
+        (FALLBACK_PAUSE when None). Returns the new rate."""
         now = self._clock()
         self._fraction = max(MIN_FRACTION, self._current_fraction(now) / 2)
         self._since = now
         self._update()
-        self.bucket.pause(retry_after)
+        self.bucket.pause(FALLBACK_PAUSE if retry_after is None else retry_after)
         return self.bucket.qps
-
-
-def adjusted(provider: Provider, endpoints: list[Endpoint]) -> list[Endpoint]:
-    """The provider's AdjustEndpoints (base.AdjustsDesired) for a wrapper to pass on; as they are without."""
-    return provider.adjust_desired(endpoints) if isinstance(provider, AdjustsDesired) else endpoints
 
 
 def _clamp(share: float) -> float:
@@ -162,7 +157,6 @@ class BudgetedProvider:
         self.name = inner.name
         self.budget = budget
         self._sleep = sleep
-        self._paces_itself = isinstance(inner, MultiRequest)
         if isinstance(inner, MultiRequest):
             inner.pacer = self._pace
 
@@ -176,8 +170,7 @@ class BudgetedProvider:
     async def _call(self, kind: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
         while True:
-            if not self._paces_itself:
-                await self._pace(kind)
+            await self._pace(kind)
             try:
                 return await call()
             except ThrottledError as exc:
@@ -191,13 +184,10 @@ class BudgetedProvider:
                 log.warning(
                     "provider throttled: slowing down",
                     kind=kind,
-                    retry_after=f"{exc.retry_after:g}s",
+                    retry_after=f"{exc.retry_after:g}s" if exc.retry_after is not None else "-",
                     rate=f"{rate:.3f}/s",
                     error=str(exc),
                 )
-
-    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]:
-        return adjusted(self.inner, endpoints)
 
     async def zones(self) -> list[str]:
         return await self._call("zones", self.inner.zones)

@@ -37,7 +37,6 @@ from shardsync.providers.base import (
     ProviderError,
     ThrottledError,
 )
-from shardsync.providers.budget import adjusted
 
 DEFAULT_CACHE_TIME = 0.0  # external-dns's --provider-cache-time default: no cache
 
@@ -75,9 +74,6 @@ class CachedProvider:
 
     def forget(self, zone: str) -> None:
         self._zones.pop(zone, None)
-
-    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]:
-        return adjusted(self.inner, endpoints)
 
     async def zones(self) -> list[str]:
         return await self.inner.zones()

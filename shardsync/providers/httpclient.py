@@ -28,12 +28,11 @@ def transport_errors(what: str, timeout: float) -> Iterator[None]:
         raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
-def retry_after(resp: httpx.Response, default: float = 1.0, now: float | None = None) -> float:
-    """The seconds a 429 (or 503) answer asks us to wait (its Retry-After header: seconds or an HTTP date),
-    `default` without a readable one."""
+def retry_after(resp: httpx.Response, now: float | None = None) -> float | None:
+    """The seconds a 429 (or 503) answer asks us to wait (its Retry-After header), None without one."""
     value = resp.headers.get("Retry-After", "").strip()
     if not value:
-        return default
+        return None
     try:
         return max(0.0, float(value))
     except ValueError:
@@ -41,5 +40,5 @@ def retry_after(resp: httpx.Response, default: float = 1.0, now: float | None = 
     try:
         when = parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):
-        return default
+        return None
     return max(0.0, when - (time.time() if now is None else now))

@@ -60,6 +60,10 @@ log = get_logger(__name__)
 MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
 DEFAULT_TIMEOUT = 10.0
 
+SKIPPED_ENDPOINTS = Counter(
+    "shardsync_webhook_skipped_endpoints_total",
+    "Endpoints in a webhook provider's answer that could not be read (skipped, the others kept)",
+)
 UNFENCED_WRITES = Counter(
     "shardsync_webhook_unfenced_writes_total",
     "Writes that carried a fence token the webhook provider could not enforce (--webhook-allow-unfenced).",
@@ -156,10 +160,15 @@ class WebhookProvider:
     def _endpoints(data: Any, what: str) -> list[Endpoint]:
         if not isinstance(data, list):
             raise ProviderError(f"webhook provider {what}: expected a list of endpoints")
-        try:
-            return [Endpoint.from_json(item) for item in data]
-        except InvalidEndpoint as exc:
-            raise ProviderError(f"webhook provider {what}: bad endpoint: {exc}") from exc
+        # One bad endpoint costs that endpoint, not the zone: it is skipped with a warning and counted.
+        endpoints = []
+        for item in data:
+            try:
+                endpoints.append(Endpoint.from_json(item))
+            except InvalidEndpoint as exc:
+                SKIPPED_ENDPOINTS.inc()
+                log.warning("webhook provider endpoint skipped", answer=what, error=str(exc)[:300])
+        return endpoints
 
     # ---- protocol ----
 

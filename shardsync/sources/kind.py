@@ -100,6 +100,9 @@ class SourceKind(Generic[OptionsT]):
     flags: FlagGroup[OptionsT] | None = None  # its own flags; several kinds may share one group
     label: str = ""  # the kind in external-dns's `resource` label (default: `name`)
     crd: CrdNotice | None = None
+    # Related resources read in every namespace whatever --namespace says (a route's Gateway lives in
+    # another namespace).
+    all_namespaces: tuple[Resource, ...] = ()
 
     @property
     def watches(self) -> tuple[Resource, ...]:

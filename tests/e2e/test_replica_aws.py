@@ -4,7 +4,8 @@ loopback (tests/motoserver.py), reached through boto3's `AWS_ENDPOINT_URL` as a 
 The replica discovers its hosted zones (the domain filter leaves one out), writes a Service's A record with
 its TXT ownership record, turns a load balancer hostname into A and AAAA alias records to the load
 balancer's canonical hosted zone, follows an update and a delete, writes every batch under its zone fence,
-and adopts a zone external-dns wrote without writing to it. What moto cannot show: that a stale owner's
+and adopts a zone external-dns wrote without writing to it; also behind the provider budget and the record
+cache (`--provider-rate-limit`, `--provider-cache-time`). What moto cannot show: that a stale owner's
 batch is refused (moto does not check a DELETE against the current values); the fake provider's `route53`
 profile proves that (tests/providers/test_fake_route53.py).
 """
@@ -67,8 +68,11 @@ def by_key(moto: MotoRoute53, zone_id: str) -> dict[tuple[str, str], dict[str, A
     return {(r["Name"].rstrip("."), r["Type"]): r for r in moto.rrsets(zone_id)}
 
 
+@pytest.mark.parametrize(
+    "budget", [(), ("--provider-rate-limit=10", "--provider-cache-time=1h")], ids=["plain", "budget+cache"]
+)
 def test_a_replica_keeps_route53_in_step_with_services(
-    apiserver: ApiServer, moto: MotoRoute53, procs: Processes
+    apiserver: ApiServer, moto: MotoRoute53, procs: Processes, budget: tuple[str, ...]
 ) -> None:
     zone_id = moto.create_zone(ZONE)
     adopt_id = moto.create_zone(ADOPT)
@@ -108,6 +112,7 @@ def test_a_replica_keeps_route53_in_step_with_services(
         "--settle-delay=200ms",
         "--events",
         "--interval=1m",
+        *budget,
     ]
     replica = procs.start("replica", args, env=moto.environment())
     wait_ready(f"http://127.0.0.1:{port}", replica)

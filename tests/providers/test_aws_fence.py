@@ -93,15 +93,26 @@ def test_a_large_plan_is_split_into_batches_route53_accepts() -> None:
         for i in range(1500)
     ]
 
+    paced: list[str] = []
+
+    async def pace(kind: str) -> None:  # the provider budget's pacer (base.MultiRequest)
+        paced.append(kind)
+
+    provider.pacer = pace
+
     async def main() -> None:
         await provider.acquire_fence(ZONE, token)
         await provider.apply(ZONE, Changes(create=records + txts), token)
+        assert len(await provider.records(ZONE)) == 3000  # 3,001 RRsets with the fence: 11 pages of 300
         # 700 UPSERTs count 1,400 values: more than one batch, or the profile refuses it
         olds = records[:700]
         news = [Endpoint.new(e.dns_name, "A", ["192.0.2.99"]) for e in olds]
         await provider.apply(ZONE, Changes(update_old=olds, update_new=news), token)
 
     anyio.run(main)
+    # every request after a call's first one is paced: the fence's write after its read, 3 more batches of
+    # the creates, 10 more pages, 1 more batch of the upserts
+    assert paced == ["fence", *["apply"] * 3, *["records"] * 10, "apply"]
     applies = [e for e in s.audit(zone=ZONE) if e.op == "apply"]
     assert all(e.outcome == "ok" for e in applies)
     assert len(applies) == 1 + 4 + 2  # the fence; 3,000 creates in 4 batches; 700 upserts in 2

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from shardsync.config import ConfigError
 from shardsync.endpoint import Changes, Endpoint
-from shardsync.providers.base import FenceToken, Pacer, ProviderError, ThrottledError, unpaced
+from shardsync.providers.base import FenceToken, ProviderError, ThrottledError
 from shardsync.providers.budget import (
     MAX_NAP,
     MIN_FRACTION,
@@ -93,9 +93,9 @@ def test_repeated_throttling_never_goes_below_the_floor_or_fails() -> None:
     clock = FakeClock()
     budget = Budget(10, 10, share=0.5, clock=clock)
     for _ in range(20):
-        budget.throttled(retry_after=1.0)
+        budget.throttled(retry_after=None)
     assert budget.rate() == pytest.approx(10 * 0.5 * MIN_FRACTION)
-    assert budget.try_take() > 0  # paused for the Retry-After, still answering
+    assert budget.try_take() > 0  # paused (1 s without a Retry-After), still answering
 
 
 def test_a_new_share_applies_to_the_rate_and_the_burst() -> None:
@@ -133,8 +133,8 @@ def test_retry_after_seconds_and_http_date() -> None:
         return httpx.Response(429, headers={"Retry-After": value} if value else {})
 
     assert retry_after(answer("3")) == 3.0
-    assert retry_after(answer("")) == 1.0
-    assert retry_after(answer("soon"), default=2.0) == 2.0
+    assert retry_after(answer("")) is None
+    assert retry_after(answer("soon")) is None
     now = time.time()
     assert retry_after(answer(formatdate(now + 30, usegmt=True)), now=now) == pytest.approx(30, abs=1)
 
@@ -144,7 +144,7 @@ class Throttling:
 
     name = "throttling"
 
-    def __init__(self, times: int, retry: float = 0.5) -> None:
+    def __init__(self, times: int, retry: float | None = 0.5) -> None:
         self.times, self.retry, self.calls = times, retry, 0
 
     async def _answer(self) -> None:
@@ -224,42 +224,3 @@ def test_flags_build_the_wrappers_and_refuse_negative_values() -> None:
     for flag in ("--provider-rate-limit=-1", "--provider-burst=-1"):  # a duration is never negative
         with pytest.raises(ConfigError, match=flag.split("=")[0]):
             parse([flag, *FAKE])
-
-
-class Paged(Throttling):
-    """A provider whose listing takes three API requests, each paced through its pacer (base.MultiRequest),
-    and which lists records in a form of its own (base.AdjustsDesired)."""
-
-    def __init__(self) -> None:
-        super().__init__(times=0)
-        self.pacer: Pacer = unpaced
-
-    async def records(self, zone: str) -> list[Endpoint]:
-        for _ in range(3):
-            await self.pacer("records")
-        return []
-
-    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]:
-        return [e.with_labels(adjusted="yes") for e in endpoints]
-
-
-async def test_every_request_of_a_multi_request_call_is_paced_and_counted() -> None:
-    clock = FakeClock()
-    budget = Budget(10, 10, share=1.0, clock=clock)
-    clock.now += RECOVERY_SECONDS
-
-    async def sleep(seconds: float) -> None:
-        clock.now += seconds
-
-    provider = BudgetedProvider(Paged(), budget, sleep=sleep)
-    listed = counted("shardsync_provider_calls_total", "records")
-    await provider.records("a.test")
-    assert counted("shardsync_provider_calls_total", "records") - listed == 3  # not 1, not 4
-
-
-def test_the_wrappers_pass_the_providers_adjust_endpoints_on() -> None:
-    endpoints = [Endpoint.new("www.a.test", "A", ["192.0.2.1"])]
-    cached = CachedProvider(BudgetedProvider(Paged(), None), 60)
-    assert cached.adjust_desired(endpoints)[0].labels == {"adjusted": "yes"}
-    plain = CachedProvider(BudgetedProvider(Throttling(times=0), None), 60)
-    assert plain.adjust_desired(endpoints) == endpoints  # a provider without it: unchanged

@@ -5,9 +5,9 @@ and EKS pod identity set it up, the instance or container role); `--aws-assume-r
 (refreshed before it expires). The endpoint is boto3's own: `AWS_ENDPOINT_URL` or `AWS_ENDPOINT_URL_ROUTE53`
 point it elsewhere (the tests' moto server). Throttling answers (Throttling, PriorRequestNotComplete,
 HTTP 429) are retried by botocore's standard retry mode, at most `--aws-api-retries` times with its
-jittered backoff; past that they raise `AwsThrottledError` with the server's Retry-After (else 1 s), which
-the worker takes as back-off. Every call is counted in `shardsync_aws_api_calls_total{operation,result}`
-(`retried` counts the attempts botocore repeated).
+jittered backoff; past that they raise `AwsThrottledError` with the server's Retry-After (None when it
+sent none), which the provider budget and the worker take as back-off. Every call is counted in
+`shardsync_aws_api_calls_total{operation,result}` (`retried` counts the attempts botocore repeated).
 """
 
 from __future__ import annotations
@@ -168,11 +168,12 @@ def _mapped(operation: str, exc: botocore.exceptions.ClientError) -> ProviderErr
     return ProviderError(text)
 
 
-def _retry_after(headers: Mapping[str, str]) -> float:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The Retry-After Route53 sent (seconds), None when it sent none."""
     try:
-        return max(0.0, float(headers.get("retry-after", "1")))
-    except ValueError:
-        return 1.0
+        return max(0.0, float(headers["retry-after"]))
+    except (KeyError, ValueError):
+        return None
 
 
 def _assumed(session: Any, role: str, external_id: str) -> Any:

@@ -99,18 +99,20 @@ class AwsProvider:
         self.prefer_cname = prefer_cname
         self.evaluate_target_health = evaluate_target_health
         self.zones_cache = zones_cache
-        self.pacer: Pacer = unpaced  # awaited before each API request (base.MultiRequest)
         self._zones: dict[str, HostedZone] = {}
         self._listed_at = -math.inf
         self._left_out: set[str] = set()
         self._max_in_flight = max_in_flight
+        # awaited before each further API request of one call (base.MultiRequest): the provider budget
+        # paces and counts every listing page and change batch, not only every call
+        self.pacer: Pacer = unpaced
         self._limiter: anyio.CapacityLimiter | None = None
 
     # -- the Provider protocol ----------------------------------------------------------------------------
 
     async def zones(self) -> list[str]:
         if time.monotonic() - self._listed_at >= self.zones_cache:  # --aws-zones-cache-duration
-            self._zones = await self._in_thread("zones", self._discover)
+            self._zones = await self._in_thread(self._discover)
             self._listed_at = time.monotonic()
         return sorted(self._zones)
 
@@ -120,9 +122,9 @@ class AwsProvider:
         out: list[Endpoint] = []
         start: Start | None = None
         while True:
-            page, start = await self._in_thread(
-                "records", partial(self.api.rrsets, zone_id, start, self.page_size)
-            )
+            if out:
+                await self.pacer("records")
+            page, start = await self._in_thread(partial(self.api.rrsets, zone_id, start, self.page_size))
             for rrset in page:
                 if normalize_name(unescape(str(rrset["Name"]))) == fence:
                     continue
@@ -145,6 +147,7 @@ class AwsProvider:
         for index, batch in enumerate(batches):
             if index:
                 await anyio.sleep(self.batch_interval)
+                await self.pacer("apply")
             try:
                 await self._send(zone, zone_id, batch, fence, index, len(batches))
             except InvalidChangeBatchError as exc:
@@ -165,11 +168,12 @@ class AwsProvider:
                     f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
                     f"{token.identity} at generation {token.generation} may not take it"
                 )
+            await self.pacer("fence")  # the read was the call's first request
             cas = fence_changes(zone, None, token)
             if current is not None:  # delete exactly what was read: the compare of the swap
                 cas = [{"Action": "DELETE", "ResourceRecordSet": current}, cas[0] | {"Action": "UPSERT"}]
             try:
-                await self._in_thread("fence", partial(self.api.change, zone_id, cas, "shardsync fence"))
+                await self._in_thread(partial(self.api.change, zone_id, cas, "shardsync fence"))
             except InvalidChangeBatchError:
                 log.info("aws fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
                 continue
@@ -190,8 +194,7 @@ class AwsProvider:
 
     # -- internals ------------------------------------------------------------------------------------------
 
-    async def _in_thread(self, kind: str, fn: Callable[[], T]) -> T:
-        await self.pacer(kind)  # the provider budget's token for this request (base.MultiRequest)
+    async def _in_thread(self, fn: Callable[[], T]) -> T:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_in_flight)
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
@@ -226,7 +229,7 @@ class AwsProvider:
 
     async def _read_fence(self, zone: str, zone_id: str) -> dict[str, Any] | None:
         name = fence_name(zone)
-        page, _ = await self._in_thread("fence", lambda: self.api.rrsets(zone_id, (name, "TXT", ""), 1))
+        page, _ = await self._in_thread(lambda: self.api.rrsets(zone_id, (name, "TXT", ""), 1))
         for rrset in page:
             if normalize_name(unescape(str(rrset["Name"]))) == name and rrset.get("Type") == "TXT":
                 return rrset
@@ -238,7 +241,7 @@ class AwsProvider:
         head = fence_changes(zone, fence, fence) if fence else []
         body = head + [c.to_api() for c in batch]
         try:
-            await self._in_thread("apply", lambda: self.api.change(zone_id, body))
+            await self._in_thread(lambda: self.api.change(zone_id, body))
         except InvalidChangeBatchError as exc:
             if fence is not None and fence_name(zone) in str(exc):
                 log.warning(
@@ -266,6 +269,7 @@ class AwsProvider:
         log.info("aws batch refused; sending its records one group at a time", zone=zone, groups=len(groups))
         rejected: list[Rejected] = []
         for group in groups.values():
+            await self.pacer("apply")
             try:
                 await self._send(zone, zone_id, group, fence, 0, 1)
             except InvalidChangeBatchError as exc:

@@ -104,7 +104,7 @@ class FakeHTTPProvider:
     ) -> None:
         self.url = url.rstrip("/")
         self.identity = identity
-        self.pacer: Pacer = unpaced  # awaited before each request (base.MultiRequest)
+        self.pacer: Pacer = unpaced  # awaited before each listing page after the first (base.MultiRequest)
         self._timeout = timeout
         self._http = httpx.AsyncClient(
             base_url=self.url,
@@ -114,8 +114,7 @@ class FakeHTTPProvider:
             transport=transport,
         )
 
-    async def _request(self, kind: str, method: str, path: str, body: Any = None) -> httpx.Response:
-        await self.pacer(kind)
+    async def _request(self, method: str, path: str, body: Any = None) -> httpx.Response:
         what = f"fake provider {method} {path}"
         with transport_errors(what, self._timeout):
             if body is None:
@@ -127,7 +126,7 @@ class FakeHTTPProvider:
         return resp
 
     async def zones(self) -> list[str]:
-        resp = await self._request("zones", "GET", "/v1/zones")
+        resp = await self._request("GET", "/v1/zones")
         return [str(z) for z in resp.json()["zones"]]
 
     async def records(self, zone: str) -> list[Endpoint]:
@@ -136,8 +135,10 @@ class FakeHTTPProvider:
         out: list[Endpoint] = []
         after: Any = None
         while True:
+            if after is not None:
+                await self.pacer("records")
             query = "" if after is None else "?" + urlencode({"after": orjson.dumps(after).decode()})
-            data = (await self._request("records", "GET", path + query)).json()
+            data = (await self._request("GET", path + query)).json()
             out.extend(_endpoints(data["records"], f"fake provider GET {path}"))
             after = data.get("next")
             if after is None:
@@ -150,11 +151,11 @@ class FakeHTTPProvider:
             "writer": self.identity,
             "generation": fence.generation if fence else None,
         }
-        await self._request("apply", "POST", _zone_path(zone, "changes"), body)
+        await self._request("POST", _zone_path(zone, "changes"), body)
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         body = {"token": token.to_text(), "writer": self.identity}
-        await self._request("fence", "POST", _zone_path(zone, "fence"), body)
+        await self._request("POST", _zone_path(zone, "fence"), body)
 
     async def close(self) -> None:
         await self._http.aclose()
