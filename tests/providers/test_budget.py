@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from shardsync.config import ConfigError
 from shardsync.endpoint import Changes, Endpoint
-from shardsync.providers.base import FenceToken, ProviderError, ThrottledError
+from shardsync.providers.base import FenceToken, Pacer, ProviderError, ThrottledError, unpaced
 from shardsync.providers.budget import (
     MAX_NAP,
     MIN_FRACTION,
@@ -224,3 +224,31 @@ def test_flags_build_the_wrappers_and_refuse_negative_values() -> None:
     for flag in ("--provider-rate-limit=-1", "--provider-burst=-1"):  # a duration is never negative
         with pytest.raises(ConfigError, match=flag.split("=")[0]):
             parse([flag, *FAKE])
+
+
+class Paged(Throttling):
+    """A provider whose listing takes three API requests: it paces the two after the first through its
+    pacer (base.MultiRequest)."""
+
+    def __init__(self) -> None:
+        super().__init__(times=0)
+        self.pacer: Pacer = unpaced
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        for _ in range(2):
+            await self.pacer("records")
+        return []
+
+
+async def test_every_request_of_a_multi_request_call_is_paced_and_counted() -> None:
+    clock = FakeClock()
+    budget = Budget(10, 10, share=1.0, clock=clock)
+    clock.now += RECOVERY_SECONDS
+
+    async def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    provider = BudgetedProvider(Paged(), budget, sleep=sleep)
+    listed = counted("shardsync_provider_calls_total", "records")
+    await provider.records("a.test")
+    assert counted("shardsync_provider_calls_total", "records") - listed == 3  # the call and its two pages
