@@ -1,8 +1,9 @@
 """A token bucket: `qps` tokens a second, at most `burst` saved up; the one rate limiter of shardsync.
 
 It is client-go's default rate limiter (flowcontrol's token bucket over x/time/rate): a caller takes a token,
-or is told how long to wait for the next one (waiters queue in order, since each takes its token at once
-and waits out the debt). Used by the Kubernetes client (shardsync.kube_limits: `--kube-api-qps`) and by
+or is told how long to wait for the next one (`reserve`: waiters queue in order, since each takes its token
+at once and waits out the debt; `try_take`: nothing is taken until a token is there, for callers whose
+rate changes while they wait). Used by the Kubernetes client (shardsync.kube_limits: `--kube-api-qps`) and by
 the shared provider budget (shardsync.providers.budget: `--provider-rate-limit`), which also changes the
 rate while running and pauses the bucket when the provider said "slow down".
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+
+_EPSILON = 1e-9
 
 
 class Throttled(Exception):
@@ -59,6 +62,17 @@ class TokenBucket:
                 raise Throttled(f"{self._what}: no token within {max_wait:g}s")
             self._tokens, self._last = tokens, now
             return wait
+
+    def try_take(self) -> float:
+        """Take a token if one is there (0.0); otherwise take nothing and say how long until one will be at
+        the current rate. For callers whose rate may change while they wait: they ask again after a nap,
+        instead of sleeping a wait computed at the old rate."""
+        with self._lock:
+            self._refill(self._clock())
+            if self._tokens >= 1.0 - _EPSILON:  # a refill computed in floating point may fall just short
+                self._tokens -= 1.0
+                return 0.0
+            return (1.0 - self._tokens) / self.qps
 
     def wait(self, max_wait: float | None = None) -> None:
         delay = self.reserve(max_wait)

@@ -53,6 +53,7 @@ RECOVERY_SECONDS = 10.0  # from no rate to the full share, linearly (from half o
 START_FRACTION = 0.5  # of the share, at start
 MIN_FRACTION = 1 / 16  # halving never goes below this fraction of the share
 FALLBACK_PAUSE = 1.0  # seconds to pause when a throttling answer names no Retry-After
+MAX_NAP = 0.25  # a call waiting for a token asks again at least this often
 
 CALLS = Counter("shardsync_provider_calls_total", "Provider API calls made, by kind", ["kind"])
 THROTTLED = Counter(
@@ -120,10 +121,12 @@ class Budget:
             self.share = share
         self._update()
 
-    def reserve(self) -> float:
-        """Take a token; the seconds to wait before making the call."""
+    def try_take(self) -> float:
+        """Take a token (0.0), or the seconds until one is due at the current rate (nothing taken): a
+        caller naps at most MAX_NAP and asks again, so a rate raised meanwhile (a new share, the recovery)
+        applies to it at once."""
         self._update()
-        return self.bucket.reserve()
+        return self.bucket.try_take()
 
     def throttled(self, retry_after: float | None) -> float:
         """The provider answered "slow down": halve the rate and pause the bucket for `retry_after`
@@ -160,9 +163,8 @@ class BudgetedProvider:
     async def _pace(self, kind: str) -> None:
         """One API request: wait for its token, count it."""
         if self.budget is not None:
-            wait = self.budget.reserve()
-            if wait > 0:
-                await self._sleep(wait)
+            while (wait := self.budget.try_take()) > 0:
+                await self._sleep(min(wait, MAX_NAP))
         CALLS.labels(kind).inc()
 
     async def _call(self, kind: str, call: Callable[[], Awaitable[T]]) -> T:

@@ -13,8 +13,9 @@ from prometheus_client import REGISTRY
 
 from shardsync.config import ConfigError
 from shardsync.endpoint import Changes, Endpoint
-from shardsync.providers.base import FenceToken, ProviderError, ThrottledError
+from shardsync.providers.base import FenceToken, Pacer, ProviderError, ThrottledError, unpaced
 from shardsync.providers.budget import (
+    MAX_NAP,
     MIN_FRACTION,
     RECOVERY_SECONDS,
     RETRIES,
@@ -34,12 +35,14 @@ pytestmark = pytest.mark.anyio
 
 
 def drain(budget: Budget, clock: FakeClock, calls: int) -> list[float]:
-    """The waits of `calls` calls made back to back, each made once its wait is over."""
+    """How long each of `calls` calls made back to back waited for its token (asking again when due)."""
     waits = []
     for _ in range(calls):
-        wait = budget.reserve()
-        waits.append(round(wait, 6))
-        clock.now += wait
+        waited = 0.0
+        while (wait := budget.try_take()) > 0:
+            clock.now += wait
+            waited += wait
+        waits.append(round(waited, 6))
     return waits
 
 
@@ -56,8 +59,8 @@ def test_starts_with_one_token_at_half_its_share_then_rises_to_the_share() -> No
     budget = Budget(10, 50, share=0.5, clock=clock)
     assert budget.bucket.burst == 25  # its share of the account's burst
     assert budget.rate() == pytest.approx(2.5)  # half of 10 x 0.5 at first
-    assert budget.reserve() == 0.0  # one token, not 25: replicas starting together spend no burst twice
-    assert budget.reserve() == pytest.approx(1 / 2.5)
+    assert budget.try_take() == 0.0  # one token, not 25: replicas starting together spend no burst twice
+    assert budget.try_take() == pytest.approx(1 / 2.5)  # nothing taken: the next token is due then
     clock.now += RECOVERY_SECONDS / 2
     assert budget.rate() == pytest.approx(5.0)  # linear: the full share after RECOVERY_SECONDS/2 more
     clock.now += 100
@@ -79,7 +82,7 @@ def test_a_throttling_answer_halves_the_rate_pauses_for_retry_after_and_recovers
     clock.now += RECOVERY_SECONDS
     assert budget.rate() == pytest.approx(10.0)
     assert budget.throttled(retry_after=2.0) == pytest.approx(5.0)
-    assert budget.reserve() == pytest.approx(2.0 + 1 / 5.0, abs=1e-6)  # the pause, then one token's worth
+    assert budget.try_take() == pytest.approx(2.0 + 1 / 5.0, abs=1e-6)  # the pause, then a token's worth
     clock.now += 2.0 + 0.2
     assert budget.rate() == pytest.approx(5.0 + 10.0 * 2.2 / RECOVERY_SECONDS)  # rising linearly
     clock.now += RECOVERY_SECONDS
@@ -92,7 +95,7 @@ def test_repeated_throttling_never_goes_below_the_floor_or_fails() -> None:
     for _ in range(20):
         budget.throttled(retry_after=None)
     assert budget.rate() == pytest.approx(10 * 0.5 * MIN_FRACTION)
-    assert budget.reserve() > 0  # paused (1 s without a Retry-After), still answering
+    assert budget.try_take() > 0  # paused (1 s without a Retry-After), still answering
 
 
 def test_a_new_share_applies_to_the_rate_and_the_burst() -> None:
@@ -104,7 +107,25 @@ def test_a_new_share_applies_to_the_rate_and_the_burst() -> None:
     assert budget.bucket.burst == 10
     clock.now += 60  # idle: the bucket fills to its share of the burst, no more
     assert drain(budget, clock, 11)[:10] == [0.0] * 10
-    assert budget.reserve() > 0
+    assert budget.try_take() > 0
+
+
+async def test_a_call_waiting_at_a_low_share_goes_at_once_when_the_share_rises() -> None:
+    """A replica joins with the smallest share (no assignment yet); a call waiting for a token then must
+    not sleep out a wait computed at that rate once the assignment gives it half the account."""
+    clock = FakeClock()
+    budget = Budget(10, 10, share=0.01, clock=clock)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock.now += seconds
+        budget.set_share(0.5)  # the assignment arrives while the call waits
+
+    provider = BudgetedProvider(Throttling(times=0), budget, sleep=sleep)
+    await provider.zones()  # the one token it starts with
+    await provider.zones()  # 20 s away at the first share; 0.4 s at the new one
+    assert sum(slept) <= MAX_NAP + 1 / 2.5
 
 
 def test_retry_after_seconds_and_http_date() -> None:
@@ -173,7 +194,7 @@ async def test_the_wrapper_waits_out_the_throttle_and_retries_through_the_bucket
     assert inner.calls == 3
     assert counted("shardsync_provider_calls_total", "apply") - calls == 3
     assert counted("shardsync_provider_throttled_total", "apply") - throttled == 2
-    assert slept[0] >= 0.5 and slept[1] >= 0.5  # each retry after the Retry-After
+    assert sum(slept) >= 2 * 0.5  # each retry after the Retry-After
     assert budget.rate() < 10.0  # slowed down, recovering
 
 
@@ -203,3 +224,31 @@ def test_flags_build_the_wrappers_and_refuse_negative_values() -> None:
     for flag in ("--provider-rate-limit=-1", "--provider-burst=-1"):  # a duration is never negative
         with pytest.raises(ConfigError, match=flag.split("=")[0]):
             parse([flag, *FAKE])
+
+
+class Paged(Throttling):
+    """A provider whose listing takes three API requests: it paces the two after the first through its
+    pacer (base.MultiRequest)."""
+
+    def __init__(self) -> None:
+        super().__init__(times=0)
+        self.pacer: Pacer = unpaced
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        for _ in range(2):
+            await self.pacer("records")
+        return []
+
+
+async def test_every_request_of_a_multi_request_call_is_paced_and_counted() -> None:
+    clock = FakeClock()
+    budget = Budget(10, 10, share=1.0, clock=clock)
+    clock.now += RECOVERY_SECONDS
+
+    async def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    provider = BudgetedProvider(Paged(), budget, sleep=sleep)
+    listed = counted("shardsync_provider_calls_total", "records")
+    await provider.records("a.test")
+    assert counted("shardsync_provider_calls_total", "records") - listed == 3  # the call and its two pages
