@@ -47,6 +47,9 @@ class Informer:
     on_error: Callable[[KubeError], None] | None = None
     watch_timeout: int = 60
     name: str = ""  # in logs and metric labels; the resource's plural when ""
+    # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
+    project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    page_size: int = 500  # objects per list request (0: one request); client-go's pager uses 500
     cache: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
     resource_version: str = field(default="", init=False)
     synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)
@@ -59,16 +62,29 @@ class Informer:
             self.on_change(key, old, new)
 
     async def relist(self) -> None:
-        """Replace the cache with a fresh list, reporting what differs from the old one."""
-        body = await self.kube.list(
-            self.resource,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-        )
+        """Replace the cache with a fresh list, reporting what differs from the old one. Listed in pages
+        of `page_size` (client-go's pager), each projected before the next is read, so the full objects
+        of a large list are never held at once."""
         fresh: dict[str, dict[str, Any]] = {}
-        for item in body.get("items") or []:
-            fresh[object_key(item)] = item
+        project = self.project
+        token = ""
+        while True:
+            body = await self.kube.list(
+                self.resource,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                limit=self.page_size or None,
+                continue_token=token,
+            )
+            for item in body.get("items") or []:
+                fresh[object_key(item)] = item if project is None else project(item)
+            meta = body.get("metadata") or {}
+            token = str(meta.get("continue") or "") if self.page_size else ""
+            version = resource_version(body)
+            del body  # this page's full objects go before the next page is read
+            if not token:
+                break
         old, self.cache = self.cache, fresh
         for key, obj in fresh.items():
             before = old.get(key)
@@ -77,7 +93,7 @@ class Informer:
         for key, before in old.items():
             if key not in fresh:
                 self._emit(key, before, None)
-        self.resource_version = resource_version(body)
+        self.resource_version = version
         self.synced.set()
 
     def _handle(self, etype: str, obj: dict[str, Any]) -> None:
@@ -92,6 +108,8 @@ class Informer:
             if self.cache.pop(key, None) is not None:
                 self._emit(key, before, None)
         else:
+            if self.project is not None:
+                obj = self.project(obj)
             self.cache[key] = obj
             self._emit(key, before, obj)
 

@@ -173,7 +173,11 @@ class SourceWatcher:
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
+                    project=kind.projections.get(resource),
                 )
+            elif self._informers[resource].project is not kind.projections.get(resource):
+                # Kinds that keep different parts of one resource: keep it whole (each finds what it reads).
+                self._informers[resource].project = None
 
     def _cache(self, resource: Resource) -> Mapping[str, Obj]:
         return self._informers[resource].cache
