@@ -44,6 +44,12 @@ class Profile:
     memory_replicas: tuple[int, ...] = (1, 2, 4)
     memory_zones: int = 1000
     memory_records: int = 20
+    # memory_at_scale: a large cluster's objects over many zones, N replicas each (bench.scale_objects)
+    scale_services: int = 20_000
+    scale_pods: int = 10_000
+    scale_nodes: int = 200
+    scale_dns_endpoints: int = 5_000
+    scale_zones: int = 2_000
     # planner and apiserver micro-benchmarks
     planner_records: int = 100_000
     planner_repeat: int = 5
@@ -74,6 +80,11 @@ QUICK = Profile(
     handoff_records=5,
     memory_zones=160,
     memory_records=10,
+    scale_services=5_000,
+    scale_pods=2_500,
+    scale_nodes=50,
+    scale_dns_endpoints=1_250,
+    scale_zones=500,
     planner_records=50_000,
     planner_repeat=1,
     apiserver_seconds=1.0,
@@ -101,6 +112,11 @@ SMOKE = Profile(
     memory_replicas=(1,),
     memory_zones=12,
     memory_records=3,
+    scale_services=30,
+    scale_pods=20,
+    scale_nodes=3,
+    scale_dns_endpoints=10,
+    scale_zones=6,
     planner_records=2_000,
     planner_repeat=1,
     apiserver_seconds=0.3,

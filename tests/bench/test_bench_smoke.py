@@ -64,6 +64,9 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
         assert "seconds_without_coordinator" in latest["failover"][case]
     assert isinstance(latest["rolling_restart"]["zones_moved"], int)
     assert latest["memory"]["runs"]["1"]["max_mib"] > 0
+    for field in ("peak_rss_mib", "baseline_mib", "sync_cpu_seconds"):
+        assert latest["memory_at_scale"]["runs"]["1"][field] > 0, field
+    assert latest["scaling"]["cpu_ms_per_reconcile"] > 0
     assert latest["planner"]["plan_seconds"] > 0
     assert latest["apiserver"]["get_replace_pairs_per_second"] > 0
 
