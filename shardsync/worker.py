@@ -54,6 +54,7 @@ log = get_logger(__name__)
 
 DEFAULT_INTERVAL = 60.0  # --interval
 DEFAULT_CONCURRENCY = 8  # --concurrency
+REBUILD_WAIT = 0.05  # seconds before a zone whose desired endpoints are being rebuilt is looked at again
 
 # external-dns's metric names where they mean the same thing, so existing dashboards keep working.
 LAST_SYNC = Gauge(
@@ -139,6 +140,7 @@ class Worker:
         """Start reconciling `zone`; with `fence`, the first write acquires the zone's fence first."""
         status = self.statuses.get(zone)
         if status is None:
+            self.desired.keep(zone)
             self.statuses[zone] = ZoneStatus(fence=fence)
             self._schedule.add(zone, self.clock())
             OWNED.set(len(self.statuses))
@@ -159,6 +161,8 @@ class Worker:
         if inflight is not None:
             inflight.scope.cancel()
             await inflight.done.wait()
+        if zone not in self.statuses:  # not owned again meanwhile
+            self.desired.drop(zone)
 
     def owned(self) -> list[str]:
         return list(self.statuses)
@@ -208,6 +212,8 @@ class Worker:
         status = self.statuses.get(zone)
         if status is None:
             return None
+        if not self.desired.ready(zone):
+            return REBUILD_WAIT  # its desired endpoints are being rebuilt (desired.py): plan it once whole
         started = self.clock()
         try:
             if not self.may_write():

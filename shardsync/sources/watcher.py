@@ -150,6 +150,10 @@ class SourceWatcher:
         self._ptr = PtrIndex(options.common.create_ptr) if ptr else None
         for name in dict.fromkeys(options.sources):
             self._add(table[name])
+        # Per-shard state: the index hands back the objects a newly held zone needs translated again; what
+        # no kind here can translate again (PTR records, derived) it keeps whole.
+        desired.on_rebuild = self._rebuild
+        desired.pinned = self._underived
 
     def _add(self, kind: SourceKind[Any]) -> None:
         context = SourceContext(
@@ -200,6 +204,15 @@ class SourceWatcher:
             else:
                 source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
         self._wake.notify()
+
+    def _rebuild(self, keys: set[str]) -> None:
+        for key in keys:
+            kind, _, cache_key = key.partition("/")
+            self._sources[kind].pending[cache_key] = None
+        self._wake.notify()
+
+    def _underived(self, key: str) -> bool:
+        return key.partition("/")[0] not in self._sources
 
     # -- running --------------------------------------------------------------------------------------------
 

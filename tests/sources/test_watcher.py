@@ -291,3 +291,21 @@ async def test_initial_sync_translates_each_service_once(
         assert touched == {ZONE}
         assert translated == ["s3"]
         assert h.records()[("s3-0.s3.ex.com", "A")] == ("203.0.113.9",)
+
+
+async def test_restricted_index_translates_again_what_a_gained_zone_needs(apiserver: ApiServer) -> None:
+    """Per-shard state: a zone gained after the objects were translated gets them from the slim caches."""
+    async with watching(apiserver, restricted=True) as h:
+        h.desired.keep(OTHER)
+        web = service("web", {HOSTNAME: "www.ex.com,www.other.org"}, externalIPs=["192.0.2.1"])
+        await h.change(blocking(h.core.create_namespaced_service, "default", web))
+        assert h.records() == {}  # ex.com not held
+        assert h.records(OTHER) == {("www.other.org", "A"): ("192.0.2.1",)}
+
+        h.desired.keep(ZONE)
+        assert not h.desired.ready(ZONE)
+        await eventually(lambda: h.desired.ready(ZONE))
+        assert h.records() == {("www.ex.com", "A"): ("192.0.2.1",)}
+
+        h.desired.drop(ZONE)
+        assert h.records() == {}

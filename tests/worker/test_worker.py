@@ -170,3 +170,30 @@ async def test_dry_run_writes_nothing() -> None:
     assert names(store) == {}
     assert store.audit() == []
     assert store.fence_of(ZONE) is None
+
+
+async def test_a_gained_zone_is_planned_only_once_its_desired_endpoints_are_rebuilt() -> None:
+    """Per-shard state (desired.py): owning a zone whose objects were dropped asks for them again; until
+    they are back the zone is not planned, so its records are not deleted as if nothing were desired."""
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE], restricted=True)
+    web = [svc("web", "www.ex.com", "192.0.2.1")]
+    desired.keep(ZONE)
+    desired.set_object("service/default/web", web)
+    worker = make(store, desired)
+    async with running(worker):
+        worker.own(ZONE)
+        await eventually(lambda: ("www.ex.com", "A") in names(store))
+        await worker.release(ZONE)
+        assert desired.desired(ZONE) == []  # freed
+        asked: list[set[str]] = []
+        desired.on_rebuild = asked.append
+        worker.own(ZONE)
+        assert asked == [{"service/default/web"}]
+        await anyio.sleep(0.3)  # several rebuild waits: the zone is looked at, never planned
+        assert worker.statuses[ZONE].syncs == 0
+        assert ("www.ex.com", "A") in names(store)
+        worker.mark_dirty(desired.set_object("service/default/web", web))
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
+        assert names(store)[("www.ex.com", "A")] == ("192.0.2.1",)
