@@ -40,6 +40,7 @@ class DesiredIndex:
         self.restricted = restricted
         self.pinned = pinned
         self.on_rebuild: Callable[[set[str]], None] = _ignore  # partial objects to translate again
+        self.on_freed: Callable[[set[str]], None] = _ignore  # objects of a dropped zone now held nowhere
         self._kept: set[str] = set()  # restricted: the zones whose endpoints are held
         self._by_object: dict[str, tuple[Endpoint, ...]] = {}  # objects held whole
         self._by_zone: defaultdict[str, dict[str, tuple[Endpoint, ...]]] = defaultdict(dict)
@@ -86,9 +87,27 @@ class DesiredIndex:
             for key in [k for k, zones in self._awaited.items() if zone in zones]:
                 self._arrived_in(key, zone)
         self._by_zone.pop(zone, None)
+        freed = set()
         for key in self._keys_in.get(zone, ()):
             if not self.pinned(key):
                 self._by_object.pop(key, None)
+                if self.holds_nothing_of(key):
+                    freed.add(key)
+        if freed:
+            self.on_freed(freed)
+
+    def holds_nothing_of(self, key: str) -> bool:
+        """Restricted: `key` has endpoints, all of them in known zones not held (its object is needed only
+        when one of those zones is kept)."""
+        zones = self._zones_of.get(key)
+        return (
+            self.restricted
+            and bool(self._kept)  # before this replica runs any zone, what it will hold is not known yet
+            and zones is not None
+            and key not in self._unplaced
+            and not self.pinned(key)
+            and not any(zone in self._kept for zone in zones)
+        )
 
     def ready(self, zone: str) -> bool:
         """False while `zone` waits for objects to be translated again (see the module docstring)."""

@@ -151,5 +151,6 @@ KIND = SourceKind(
     INGRESSES,
     IngressTranslator,
     flags=FLAGS,
+    evictable=True,
     projections={INGRESSES: projections.without_bookkeeping},
 )

@@ -403,6 +403,7 @@ KIND = SourceKind(
     ServiceTranslator,
     related=(ENDPOINT_SLICES, PODS, NODES),
     flags=FLAGS,
+    evictable=True,
     projections={
         SERVICES: projections.without_bookkeeping,
         ENDPOINT_SLICES: projections.endpoint_slice,

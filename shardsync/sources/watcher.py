@@ -56,6 +56,7 @@ from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_end
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
+from shardsync.sources.refetch import Refetcher
 from shardsync.sources.result import Problem
 from shardsync.sources.table import SOURCES
 
@@ -153,7 +154,9 @@ class SourceWatcher:
         # Per-shard state: the index hands back the objects a newly held zone needs translated again; what
         # no kind here can translate again (PTR records, derived) it keeps whole.
         desired.on_rebuild = self._rebuild
+        desired.on_freed = self._freed
         desired.pinned = self._underived
+        self._refetch = Refetcher(kube, self._refetched)
 
     def _add(self, kind: SourceKind[Any]) -> None:
         context = SourceContext(
@@ -208,8 +211,26 @@ class SourceWatcher:
     def _rebuild(self, keys: set[str]) -> None:
         for key in keys:
             kind, _, cache_key = key.partition("/")
-            self._sources[kind].pending[cache_key] = None
+            source = self._sources[kind]
+            informer = self._informers[source.kind.resource]
+            if cache_key in informer.forgotten:
+                self._refetch.want(informer, cache_key)  # evicted: read it again first
+            else:
+                source.pending[cache_key] = None
         self._wake.notify()
+
+    def _refetched(self, informer: Informer, keys: set[str]) -> None:
+        for source in self._readers[informer.resource]:
+            if source.kind.resource == informer.resource:
+                source.pending.update(dict.fromkeys(keys))
+        self._wake.notify()
+
+    def _freed(self, keys: set[str]) -> None:
+        for key in keys:
+            kind, _, cache_key = key.partition("/")
+            source = self._sources.get(kind)
+            if source is not None and source.kind.evictable:
+                self._informers[source.kind.resource].forget(cache_key)
 
     def _underived(self, key: str) -> bool:
         return key.partition("/")[0] not in self._sources
@@ -220,6 +241,7 @@ class SourceWatcher:
         """Watch and translate until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
+            tg.start_soon(self._refetch.run)
             tg.start_soon(self._follow_writer)
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
@@ -306,7 +328,10 @@ class SourceWatcher:
     def _translate(self, source: _Source, key: str) -> set[str]:
         """Translate one object (gone or filtered out: no endpoints); returns the zones that changed."""
         kind = source.kind
-        obj = self._cache(kind.resource).get(key)
+        informer = self._informers[kind.resource]
+        obj = informer.cache.get(key)
+        if obj is None and key in informer.forgotten:
+            return set()  # evicted (per-shard state): its next change or deletion arrives by the watch
         if obj is not None and not self.options.objects.matches(obj):
             obj = None
         result = source.translator.translate(key, obj)
@@ -326,6 +351,8 @@ class SourceWatcher:
                 self._ptr.endpoints(address), self.options.domains, self.options.record_types
             )
             changed |= self.desired.set_object(ptr_key(address), ptrs)
+        if kind.evictable and self.desired.holds_nothing_of(desired_key):
+            informer.forget(key)  # its records are all in zones this replica does not run
         return changed
 
     def _report(self, source: str, desired_key: str, problems: Iterable[Problem]) -> None:
