@@ -52,6 +52,8 @@ class DesiredIndex:
         self._waiting: dict[str, int] = {}
         self._awaited: dict[str, set[str]] = {}
         self._everywhere: set[str] = set()
+        self._versions: defaultdict[str, int] = defaultdict(int)  # zone → changes of its held endpoints
+        self._epoch = 0  # changes of what is held at all (keep, drop, the zone list)
 
     def _holds(self, zone: str) -> bool:
         return not self.restricted or zone in self._kept
@@ -63,6 +65,7 @@ class DesiredIndex:
         to `on_rebuild` and the zone waits for them."""
         if not self.restricted or zone in self._kept:
             return
+        self._epoch += 1
         self._kept.add(zone)
         rebuild: set[str] = set()
         for key in self._keys_in.get(zone, ()):
@@ -82,6 +85,7 @@ class DesiredIndex:
         """Stop holding `zone`'s endpoints (restricted; else a no-op): they are freed."""
         if not self.restricted or zone not in self._kept:
             return
+        self._epoch += 1
         self._kept.discard(zone)
         if self._waiting.pop(zone, None) is not None:
             for key in [k for k, zones in self._awaited.items() if zone in zones]:
@@ -109,6 +113,10 @@ class DesiredIndex:
             and not any(zone in self._kept for zone in zones)
         )
 
+    def version(self, zone: str) -> tuple[int, int]:
+        """Changes whenever `desired(zone)` may have (the worker's steady-state check)."""
+        return self._epoch, self._versions[zone]
+
     def ready(self, zone: str) -> bool:
         """False while `zone` waits for objects to be translated again (see the module docstring)."""
         return zone not in self._waiting and not (self._everywhere and zone in self._kept)
@@ -119,6 +127,7 @@ class DesiredIndex:
         """Change the known zones; returns the zones whose desired endpoints changed by it (restricted: the
         partial objects are translated again, and their held zones wait for them)."""
         self._zones = ZoneIndex(zones)
+        self._epoch += 1
         whole = dict(self._by_object)  # an object with only unplaced endpoints is held whole too
         partial = set(self._zones_of) - set(whole)
         before = {zone: dict(objs) for zone, objs in self._by_zone.items()}
@@ -175,11 +184,14 @@ class DesiredIndex:
         self._everywhere.discard(key)
         for zone in self._awaited.pop(key, ()):
             self._count_down(zone)
-        return {
+        changed = {
             z
             for z in old_zones | placed
             if not self._holds(z) or old.get(z) != new.get(z)  # not held: what it was is unknown
         }
+        for zone in changed:
+            self._versions[zone] += 1
+        return changed
 
     def _arrived_in(self, key: str, zone: str) -> None:
         zones = self._awaited.get(key)

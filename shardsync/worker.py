@@ -30,7 +30,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
@@ -129,6 +129,8 @@ class Worker:
     _inflight: dict[str, _InFlight] = field(default_factory=dict, init=False)
     _backoff: dict[str, Backoff] = field(default_factory=dict, init=False)
     _wake: Notifier = field(default_factory=Notifier, init=False)
+    # zone → (desired version, records fingerprint) of its last plan that had nothing to do: the steady state
+    _unchanged: dict[str, tuple[tuple[int, int], int]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
@@ -157,6 +159,7 @@ class Worker:
                 with contextlib.suppress(KeyError):  # never synced: no series to drop
                     gauge.remove(zone)
         self._backoff.pop(zone, None)
+        self._unchanged.pop(zone, None)
         inflight = self._inflight.get(zone)
         if inflight is not None:
             inflight.scope.cancel()
@@ -269,7 +272,12 @@ class Worker:
             log.info("fence acquired", zone=zone, generation=status.fence.generation)
 
         registry = self.registry  # the owner id and managed types are the registry's (one home)
-        view = registry.read(await self.provider.records(zone))
+        records = await self.provider.records(zone)
+        inputs = (self.desired.version(zone), fingerprint(records))
+        if self._unchanged.get(zone) == inputs:
+            return  # the records read and the desired endpoints are as at a plan that had nothing to do
+        self._unchanged.pop(zone, None)
+        view = registry.read(records)
         desired = self.desired.desired(zone)
         result = plan(
             desired,
@@ -283,7 +291,9 @@ class Worker:
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)
         counts = await self._apply(zone, status, result.changes, view)
-        if any(counts.values()):
+        if not any(counts.values()) and not result.conflicts:
+            self._unchanged[zone] = inputs
+        elif any(counts.values()):
             log.info(
                 "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",
                 zone=zone,

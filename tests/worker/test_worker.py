@@ -197,3 +197,32 @@ async def test_a_gained_zone_is_planned_only_once_its_desired_endpoints_are_rebu
         worker.mark_dirty(desired.set_object("service/default/web", web))
         await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
         assert names(store)[("www.ex.com", "A")] == ("192.0.2.1",)
+
+
+async def test_an_unchanged_zone_is_not_planned_again_but_a_changed_read_is() -> None:
+    """The steady-state check: the same records read and the same desired endpoints skip the plan; a record
+    changed behind our back (another writer) changes the read, and the zone is repaired."""
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    worker = make(store, desired)
+
+    def ours() -> int:
+        return len([e for e in store.audit() if e.op == "apply" and e.writer == "r0"])
+
+    async with running(worker):
+        worker.own(ZONE)
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 2)
+        assert ZONE in worker._unchanged  # that plan had nothing to do: the next same read skips it
+        writes = ours()
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 3)
+        assert ours() == writes
+        [record] = [e for e in store.peek(ZONE) if e.record_type == "A"]
+        store.apply(ZONE, Changes(delete=[record]), writer="someone-else")
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.1",))
+        assert ours() == writes + 1
