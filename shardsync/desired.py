@@ -113,6 +113,11 @@ class DesiredIndex:
             and not any(zone in self._kept for zone in zones)
         )
 
+    @property
+    def epoch(self) -> int:
+        """Changes whenever what is held at all may have (keep, drop, the zone list)."""
+        return self._epoch
+
     def version(self, zone: str) -> tuple[int, int]:
         """Changes whenever `desired(zone)` may have (the worker's steady-state check)."""
         return self._epoch, self._versions[zone]

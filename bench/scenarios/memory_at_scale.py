@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from bench.cluster import Cluster, ClusterError, zone_names
-from bench.procstat import CpuMeter, cpu_seconds, peak_rss_mib
+from bench.procstat import CpuMeter, cpu_seconds, peak_rss_mib, rss_mib
 from bench.scale_objects import Sizes, seed
 from bench.scenarios.common import (
     Context,
@@ -72,6 +72,7 @@ def _run(ctx: Context, name: str, replicas: int, objects: Sizes | None) -> dict[
         time.sleep(STEADY_SECONDS)
         steady = meter.stop()
         peaks = {k: peak_rss_mib(v) for k, v in pids.items()}
+        now = {k: rss_mib(v) for k, v in pids.items()}
     except (ClusterError, KubeError) as exc:
         raise ScenarioError(f"{name}: {exc}") from None
     finally:
@@ -84,6 +85,8 @@ def _run(ctx: Context, name: str, replicas: int, objects: Sizes | None) -> dict[
         "replicas": replicas,
         "peak_rss_mib_per_replica": {k: rounded(v, 1) for k, v in sorted(peaks.items())},
         "peak_rss_mib": rounded(max(values), 1),
+        # Resident after the steady state: the peak is the first sync, when every cache is still full.
+        "rss_mib_after_steady_per_replica": {k: rounded(v, 1) for k, v in sorted(now.items())},
         "sync_cpu_seconds": rounded(sum(cpus), 2),
         "sync_cpu_seconds_per_replica": {k: rounded(v, 2) for k, v in sorted(sync_cpu.items())},
         "steady_cpu_cores_per_replica": {k: rounded(v, 3) for k, v in sorted(steady.per_process.items())},

@@ -62,6 +62,8 @@ from shardsync.sources.table import SOURCES
 
 log = get_logger(__name__)
 
+SWEEP_EVERY = 1.0  # seconds between looks for cached objects held nowhere (per-shard state)
+
 # The Event reason of a problem found in a source object.
 INVALID_REASON = "InvalidEndpoint"
 
@@ -232,6 +234,24 @@ class SourceWatcher:
             if source is not None and source.kind.evictable:
                 self._informers[source.kind.resource].forget(cache_key)
 
+    async def _sweep_loop(self) -> None:
+        """After the held zones change (at most every SWEEP_EVERY seconds), forget the cached objects of
+        evictable kinds held nowhere: those translated before this replica ran any zone, above all."""
+        swept = -1
+        while True:
+            await anyio.sleep(SWEEP_EVERY)
+            if not self.desired.restricted or swept == self.desired.epoch:
+                continue
+            swept = self.desired.epoch
+            for source in self._sources.values():
+                if source.kind.evictable:
+                    informer = self._informers[source.kind.resource]
+                    for key in [
+                        k for k in informer.cache if self.desired.holds_nothing_of(f"{source.kind.name}/{k}")
+                    ]:
+                        informer.forget(key)
+                    await anyio.lowlevel.checkpoint()
+
     def _underived(self, key: str) -> bool:
         return key.partition("/")[0] not in self._sources
 
@@ -242,6 +262,7 @@ class SourceWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
             tg.start_soon(self._refetch.run)
+            tg.start_soon(self._sweep_loop)
             tg.start_soon(self._follow_writer)
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]

@@ -338,3 +338,15 @@ async def test_restricted_index_forgets_objects_held_nowhere_and_reads_them_agai
         await eventually(lambda: "default/web" not in services.forgotten)
         h.desired.keep(ZONE)
         assert h.desired.ready(ZONE) and h.records() == {}
+
+
+async def test_objects_translated_before_any_zone_is_held_are_forgotten_once_zones_are(
+    apiserver: ApiServer,
+) -> None:
+    async with watching(apiserver, restricted=True) as h:
+        services = h.watcher.informers["services"]
+        web = service("web", {HOSTNAME: "www.ex.com"}, externalIPs=["192.0.2.1"])
+        await h.change(blocking(h.core.create_namespaced_service, "default", web))
+        assert "default/web" in services.cache  # nothing held yet: what will be is not known
+        h.desired.keep(OTHER)
+        await eventually(lambda: "default/web" in services.forgotten)
