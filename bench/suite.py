@@ -13,11 +13,13 @@ from bench import report
 from bench.profiles import Profile
 from bench.progress import Progress
 from bench.scenarios import (
+    chaos,
     event_latency,
     failover,
     memory,
     memory_at_scale,
     micro,
+    provider_budget,
     rebalance,
     rolling_restart,
     scaling,
@@ -37,6 +39,8 @@ SCENARIOS: dict[str, Scenario] = {
     "rolling_restart": rolling_restart.run,
     "memory": memory.run,
     "memory_at_scale": memory_at_scale.run,
+    "chaos": chaos.run,
+    "provider_budget": provider_budget.run,
 }
 
 

@@ -123,6 +123,7 @@ class Worker:
     may_write: Callable[[], bool] = _always  # the ownership's write gate, asked before every write
     on_fenced: Callable[[str, FenceToken | None], None] = _ignore_fenced  # a write refused by the fence
     clock: Callable[[], float] = time.monotonic
+    guard: Callable[[str, Changes, list[Endpoint]], Changes] | None = None  # shardsync.delete_guard
     statuses: dict[str, ZoneStatus] = field(default_factory=dict, init=False)
     _policy: Policy = field(init=False)
     _schedule: ZoneSchedule = field(init=False)
@@ -290,10 +291,11 @@ class Worker:
         status.records, status.desired = len(view.current), len(desired)
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)
-        counts = await self._apply(zone, status, result.changes, view)
-        if not any(counts.values()) and not result.conflicts:
+        changes = result.changes if self.guard is None else self.guard(zone, result.changes, view.current)
+        counts = await self._apply(zone, status, changes, view)
+        if result.changes.is_empty() and not result.conflicts:
             self._unchanged[zone] = inputs
-        elif any(counts.values()):
+        if any(counts.values()):
             log.info(
                 "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",
                 zone=zone,

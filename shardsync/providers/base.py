@@ -9,6 +9,7 @@ the provider's own business: `records()` never returns it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -42,7 +43,14 @@ class ProviderError(Exception):
 
 
 class ThrottledError(ProviderError):
-    """The provider asked us to slow down (rate limit). A soft error: back off and retry."""
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry.
+
+    `retry_after`: the seconds the provider asked us to wait (HTTP Retry-After), None when it named none.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class FencedError(ProviderError):
@@ -82,6 +90,23 @@ class BatchRejectedError(ProviderError):
 
 class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
+
+
+# Awaited by a provider before each further API request one of its calls makes (a listing's next page, a
+# change split into several batches), with the kind of call: the provider budget paces and counts each
+# request that way, not only each call (shardsync.providers.budget).
+Pacer = Callable[[str], Awaitable[None]]
+
+
+async def unpaced(kind: str) -> None:
+    return None
+
+
+@runtime_checkable
+class MultiRequest(Protocol):
+    """A provider whose calls may take several API requests; its `pacer` is awaited before each extra one."""
+
+    pacer: Pacer
 
 
 @runtime_checkable

@@ -109,6 +109,9 @@ class SourceKind(Generic[OptionsT]):
     # replica does not run, reading them again when it gains one (sources.refetch). Not for a kind that
     # reads its cache for other work (the crd kind's status sweep).
     evictable: bool = False
+    # Related resources read in every namespace whatever --namespace says (a route's Gateway lives in
+    # another namespace).
+    all_namespaces: tuple[Resource, ...] = ()
 
     @property
     def watches(self) -> tuple[Resource, ...]:
