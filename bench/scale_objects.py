@@ -1,8 +1,8 @@
 """The objects of the `memory_at_scale` scenario: a cluster the size external-dns users run into trouble with,
 seeded into the embedded API server.
 
-`Sizes` says how many of each; `seed(kube, sizes, zones)` creates them from a few threads. Services cycle
-through three shapes (LoadBalancer with an external IP, NodePort with `externalTrafficPolicy: Local`
+`Sizes` says how many of each; `seed(kube, sizes, zones)` creates them from a few threads. Services take
+one of three shapes (LoadBalancer with an external IP, NodePort with `externalTrafficPolicy: Local`
 whose records follow its Pods' Nodes, headless whose records come from its EndpointSlice and Pods), each
 named `svc-<i>.<zone>` with zone `i mod zones`; every Pod belongs to a NodePort or headless Service and runs
 on a Node; DNSEndpoints carry three A records each. Pods, Services and Nodes are padded the way a real API
@@ -28,7 +28,16 @@ from shardsync.sources.service import ENDPOINT_SLICES, NODES, PODS, SERVICES
 NAMESPACE = "default"
 HOSTNAME = "external-dns.alpha.kubernetes.io/hostname"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-SHAPES = ("LoadBalancer", "NodePort", "headless")
+# Service `i` has shape SHAPES[i % 10]: 60 % LoadBalancer, 30 % headless, 10 % NodePort (node ports are
+# finite, 30000-32767, as in Kubernetes: 20,000 Services cannot all have one).
+_LB, _NP, _HL = "LoadBalancer", "NodePort", "headless"
+SHAPES = (_LB, _NP, _HL, _LB, _LB, _HL, _LB, _LB, _HL, _LB)
+
+
+def shape(index: int) -> str:
+    return SHAPES[index % len(SHAPES)]
+
+
 _POD_NET = ipaddress.IPv4Address("10.128.0.0")
 _NODE_NET = ipaddress.IPv4Address("10.64.0.0")
 _EXTERNAL = ipaddress.IPv4Address("198.18.0.0")  # RFC 2544 benchmarking range
@@ -106,14 +115,14 @@ def node(index: int) -> dict[str, Any]:
 
 
 def service(index: int, zone: str) -> dict[str, Any]:
-    shape = SHAPES[index % len(SHAPES)]
+    kind = shape(index)
     name = f"svc-{index:05d}"
     spec: dict[str, Any] = {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
-    if shape == "LoadBalancer":
+    if kind == "LoadBalancer":
         spec.update(
             type="LoadBalancer", externalIPs=[_ip(_EXTERNAL, index)], allocateLoadBalancerNodePorts=False
         )
-    elif shape == "NodePort":
+    elif kind == "NodePort":
         spec.update(type="NodePort", externalTrafficPolicy="Local", selector={"app": name})
     else:
         spec.update(clusterIP="None", selector={"app": name})
@@ -132,7 +141,7 @@ def service(index: int, zone: str) -> dict[str, Any]:
 
 def _selecting(sizes: Sizes) -> list[int]:
     """Indexes of the Services that select Pods (NodePort and headless)."""
-    return [i for i in range(sizes.services) if SHAPES[i % len(SHAPES)] != "LoadBalancer"]
+    return [i for i in range(sizes.services) if shape(i) != "LoadBalancer"]
 
 
 def pod(index: int, owner: int, sizes: Sizes) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -264,7 +273,7 @@ def _jobs(kube: BlockingKube, sizes: Sizes, zones: Sequence[str]) -> Iterator[Ca
         members.setdefault(owner, []).append(i)
         yield create(PODS, *pod(i, owner, sizes))
     for owner, pods in members.items():
-        if SHAPES[owner % len(SHAPES)] == "headless":
+        if shape(owner) == "headless":
             yield create(ENDPOINT_SLICES, endpoint_slice(owner, pods))
     for i in range(sizes.services):
         yield create(SERVICES, service(i, zones[i % len(zones)]))
