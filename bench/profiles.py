@@ -45,6 +45,12 @@ class Profile:
     memory_replicas: tuple[int, ...] = (1, 2, 4)
     memory_zones: int = 1000
     memory_records: int = 20
+    # memory_at_scale: a large cluster's objects over many zones, N replicas each (bench.scale_objects)
+    scale_services: int = 20_000
+    scale_pods: int = 10_000
+    scale_nodes: int = 200
+    scale_dns_endpoints: int = 5_000
+    scale_zones: int = 2_000
     # provider_budget: Z zones x R records under one account limit (fake --profile route53), replicas
     # 1, 2, 4 in turn; at each, `budget_events` changes at `budget_event_rate`/s in the steady state
     budget_replicas: tuple[int, ...] = (1, 2, 4)
@@ -98,6 +104,11 @@ QUICK = Profile(
     handoff_records=5,
     memory_zones=160,
     memory_records=10,
+    scale_services=5_000,
+    scale_pods=2_500,
+    scale_nodes=50,
+    scale_dns_endpoints=1_250,
+    scale_zones=500,
     budget_zones=100,
     budget_records=20,
     budget_events=20,
@@ -131,6 +142,11 @@ SMOKE = Profile(
     memory_replicas=(1,),
     memory_zones=12,
     memory_records=3,
+    scale_services=30,
+    scale_pods=20,
+    scale_nodes=3,
+    scale_dns_endpoints=10,
+    scale_zones=6,
     budget_replicas=(1, 2),
     budget_zones=8,
     budget_records=3,

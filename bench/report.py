@@ -23,6 +23,7 @@ SCENARIOS = (
     "rolling_restart",
     "safety",
     "memory",
+    "memory_at_scale",
     "provider_budget",
     "planner",
     "apiserver",
@@ -256,6 +257,32 @@ def _memory(s: Mapping[str, Any]) -> str:
     )
 
 
+def _memory_at_scale(s: Mapping[str, Any]) -> str:
+    rows = []
+    for key, r in sorted(s.get("runs", {}).items(), key=lambda kv: int(kv[0])):
+        if "error" in r:
+            rows.append([key, "FAILED", str(r["error"])[:80]])
+            continue
+        rows.append(
+            [
+                key,
+                r["peak_rss_mib"],
+                r.get("baseline_mib"),
+                _fmt(r.get("above_baseline_vs_one"), ".2f"),
+                r["sync_cpu_seconds"],
+                _fmt(r.get("sync_cpu_vs_one"), ".2f"),
+            ]
+        )
+    headers = ["N", "peak MiB/replica", "baseline MiB", "above baseline vs N=1", "sync CPU s (sum)", "vs N=1"]
+    table = tabulate(rows, headers=headers, tablefmt="simple")
+    anchor = s.get("anchor", {})
+    return (
+        f"memory_at_scale: {s.get('services')} Services, {s.get('pods')} Pods, {s.get('nodes')} Nodes, "
+        f"{s.get('dns_endpoints')} DNSEndpoints over {s.get('zones')} zones (anchor: external-dns "
+        f"{anchor.get('peak_rss_mib')} MiB at {anchor.get('pods')} Pods)\n{table}"
+    )
+
+
 def _planner(s: Mapping[str, Any]) -> str:
     return (
         f"planner: {s['records']:,.0f} records planned in {s['plan_seconds']:.3f}s "
@@ -323,6 +350,7 @@ _SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "rolling_restart": _rolling,
     "safety": _safety,
     "memory": _memory,
+    "memory_at_scale": _memory_at_scale,
     "provider_budget": _provider_budget,
     "planner": _planner,
     "apiserver": _apiserver,

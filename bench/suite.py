@@ -17,6 +17,7 @@ from bench.scenarios import (
     event_latency,
     failover,
     memory,
+    memory_at_scale,
     micro,
     provider_budget,
     rebalance,
@@ -37,6 +38,7 @@ SCENARIOS: dict[str, Scenario] = {
     "failover": failover.run,
     "rolling_restart": rolling_restart.run,
     "memory": memory.run,
+    "memory_at_scale": memory_at_scale.run,
     "chaos": chaos.run,
     "provider_budget": provider_budget.run,
 }

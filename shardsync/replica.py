@@ -84,7 +84,8 @@ class Replica:
         self.zones_changed = Notifier()
         self.zones_known = anyio.Event()
         self.stop_done = threading.Event()  # the graceful stop is over: only the teardown is left
-        self.desired = DesiredIndex()
+        # Sharded replicas hold desired endpoints only for the zones they run (desired.py, per-shard state).
+        self.desired = DesiredIndex(restricted=settings.sharding and not settings.once)
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(
             settings.domain_filter,

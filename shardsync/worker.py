@@ -30,7 +30,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
@@ -55,6 +55,7 @@ log = get_logger(__name__)
 
 DEFAULT_INTERVAL = 60.0  # --interval
 DEFAULT_CONCURRENCY = 8  # --concurrency
+REBUILD_WAIT = 0.05  # seconds before a zone whose desired endpoints are being rebuilt is looked at again
 
 # external-dns's metric names where they mean the same thing, so existing dashboards keep working.
 LAST_SYNC = Gauge(
@@ -130,6 +131,8 @@ class Worker:
     _inflight: dict[str, _InFlight] = field(default_factory=dict, init=False)
     _backoff: dict[str, Backoff] = field(default_factory=dict, init=False)
     _wake: Notifier = field(default_factory=Notifier, init=False)
+    # zone → (desired version, records fingerprint) of its last plan that had nothing to do: the steady state
+    _unchanged: dict[str, tuple[tuple[int, int], int]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
@@ -141,6 +144,7 @@ class Worker:
         """Start reconciling `zone`; with `fence`, the first write acquires the zone's fence first."""
         status = self.statuses.get(zone)
         if status is None:
+            self.desired.keep(zone)
             self.statuses[zone] = ZoneStatus(fence=fence)
             self._schedule.add(zone, self.clock())
             OWNED.set(len(self.statuses))
@@ -157,10 +161,13 @@ class Worker:
                 with contextlib.suppress(KeyError):  # never synced: no series to drop
                     gauge.remove(zone)
         self._backoff.pop(zone, None)
+        self._unchanged.pop(zone, None)
         inflight = self._inflight.get(zone)
         if inflight is not None:
             inflight.scope.cancel()
             await inflight.done.wait()
+        if zone not in self.statuses:  # not owned again meanwhile
+            self.desired.drop(zone)
 
     def owned(self) -> list[str]:
         return list(self.statuses)
@@ -210,6 +217,8 @@ class Worker:
         status = self.statuses.get(zone)
         if status is None:
             return None
+        if not self.desired.ready(zone):
+            return REBUILD_WAIT  # its desired endpoints are being rebuilt (desired.py): plan it once whole
         started = self.clock()
         try:
             if not self.may_write():
@@ -267,7 +276,12 @@ class Worker:
             log.info("fence acquired", zone=zone, generation=status.fence.generation)
 
         registry = self.registry  # the owner id and managed types are the registry's (one home)
-        view = registry.read(await self.provider.records(zone))
+        records = await self.provider.records(zone)
+        inputs = (self.desired.version(zone), fingerprint(records))
+        if self._unchanged.get(zone) == inputs:
+            return  # the records read and the desired endpoints are as at a plan that had nothing to do
+        self._unchanged.pop(zone, None)
+        view = registry.read(records)
         desired = self.desired.desired(zone)
         adjuster = adjuster_of(self.provider)
         if adjuster is not None:  # records listed in the provider's own form
@@ -285,6 +299,8 @@ class Worker:
         self._report_skipped(zone, result.skipped)
         changes = result.changes if self.guard is None else self.guard(zone, result.changes, view.current)
         counts = await self._apply(zone, status, changes, view)
+        if result.changes.is_empty() and not result.conflicts:
+            self._unchanged[zone] = inputs
         if any(counts.values()):
             log.info(
                 "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",

@@ -62,6 +62,7 @@ from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
 from shardsync.sources.result import Problem
+from shardsync.sources.shard_cache import ShardCaches
 from shardsync.sources.table import SOURCES
 
 log = get_logger(__name__)
@@ -157,6 +158,13 @@ class SourceWatcher:
             policy.on_change = self._namespace_changed
         for name in dict.fromkeys(options.sources):
             self._add(table[name])
+        # Per-shard state (sources.shard_cache): what a sharded replica keeps only for the zones it runs.
+        self._shard = ShardCaches(
+            kube,
+            desired,
+            {n: (s.kind, self._informers[s.kind.resource]) for n, s in self._sources.items()},
+            self._queue,
+        )
 
     def _add(self, kind: SourceKind[Any]) -> None:
         context = SourceContext(
@@ -180,7 +188,11 @@ class SourceWatcher:
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
+                    project=kind.projections.get(resource),
                 )
+            elif self._informers[resource].project is not kind.projections.get(resource):
+                # Kinds that keep different parts of one resource: keep it whole (each finds what it reads).
+                self._informers[resource].project = None
 
     def _namespace(self, kind: SourceKind[Any], resource: Resource) -> str:
         """The namespace an informer lists: --namespace, unless the kind reads the resource everywhere."""
@@ -210,6 +222,10 @@ class SourceWatcher:
                 source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
         self._wake.notify()
 
+    def _queue(self, name: str, keys: Iterable[str]) -> None:
+        self._sources[name].pending.update(dict.fromkeys(keys))
+        self._wake.notify()
+
     def _namespace_changed(self, namespace: str) -> None:
         for source in self._sources.values():
             cache = self._cache(source.kind.resource)
@@ -222,6 +238,7 @@ class SourceWatcher:
         """Watch and translate until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
+            tg.start_soon(self._shard.run)
             tg.start_soon(self._follow_writer)
             if self._gate.policy is not None:
                 tg.start_soon(self._gate.policy.run)
@@ -332,6 +349,8 @@ class SourceWatcher:
         """Translate one object (gone or filtered out: no endpoints); returns the zones that changed."""
         kind = source.kind
         obj = self._cache(kind.resource).get(key)
+        if obj is None and self._shard.forgotten(kind.name, key):
+            return set()  # evicted (per-shard state): its next change or deletion arrives by the watch
         if obj is not None and not self.options.objects.matches(obj):
             obj = None
         ref: ObjectRef | None = None
@@ -358,6 +377,7 @@ class SourceWatcher:
                 self._ptr.endpoints(address), self.options.domains, self.options.record_types
             )
             changed |= self.desired.set_object(ptr_key(address), ptrs)
+        self._shard.translated(kind.name, key)  # forgotten when its records all fall in zones not held
         return changed
 
     def _report(self, source: str, desired_key: str, problems: Iterable[Problem]) -> None:

@@ -170,12 +170,13 @@ async def watching(
     write_status: Callable[[], bool] = lambda: True,
     wait_synced: bool = True,
     table: Mapping[str, SourceKind[Any]] = SOURCES,
+    restricted: bool = False,
     policy_annotation: str = "",
 ) -> AsyncIterator[Harness]:
     api = apiserver.api_client()
     watcher_api = apiserver.api_client(user_agent="shardsync-watcher")
     kube = Kube(watcher_api)
-    desired = DesiredIndex([ZONE, OTHER])
+    desired = DesiredIndex([ZONE, OTHER], restricted=restricted)
     dirty: list[set[str]] = []
     recorder = EventRecorder(kube, "test-replica")
     watcher = SourceWatcher(
