@@ -1,4 +1,5 @@
-"""The bench's sizes: `full` (the issue's figures, about 15 minutes on 2 cores), `quick` (about 2 minutes)
+"""The bench's sizes: `full` (the issue's figures, about 15 minutes on 2 cores, plus about half an hour of
+chaos and 18 minutes of provider_budget), `quick` (about 2 minutes, plus a few of chaos and provider_budget)
 and `smoke` (seconds; for the test suite, figures meaningless).
 
 The fake provider is latency-bound: every call costs `latency` and a replica may have
@@ -47,10 +48,39 @@ class Profile:
     memory_replicas: tuple[int, ...] = (1, 2, 4)
     memory_zones: int = 1000
     memory_records: int = 20
+    # memory_at_scale: a large cluster's objects over many zones, N replicas each (bench.scale_objects)
+    scale_services: int = 20_000
+    scale_pods: int = 10_000
+    scale_nodes: int = 200
+    scale_dns_endpoints: int = 5_000
+    scale_zones: int = 2_000
+    # provider_budget: Z zones x R records under one account limit (fake --profile route53), replicas
+    # 1, 2, 4 in turn; at each, `budget_events` changes at `budget_event_rate`/s in the steady state
+    budget_replicas: tuple[int, ...] = (1, 2, 4)
+    budget_zones: int = 1000
+    budget_records: int = 200
+    budget_rate: float = 10.0
+    budget_burst: int = 50
+    budget_latency: float = 0.05
+    budget_event_rate: float = 2.0
+    budget_events: int = 60
+    budget_timeout: float = 900.0  # syncing 1,000 zones at 10 calls/s alone takes 5 minutes
     # planner and apiserver micro-benchmarks
     planner_records: int = 100_000
     planner_repeat: int = 5
     apiserver_seconds: float = 3.0
+    # chaos: `chaos_faults` faults drawn from `chaos_seed` on `chaos_replicas` replicas over `chaos_zones`
+    # zones under source churn (bench/chaos/). Its own sharding timings: with the design defaults a fault
+    # would take a minute to recover from, and 200 of them must fit in about half an hour.
+    chaos_faults: int = 200
+    chaos_seed: int = 16
+    chaos_replicas: int = 3
+    chaos_zones: int = 60
+    chaos_lease_duration: float = 4.0
+    chaos_renew_interval: float = 1.0
+    chaos_settle_delay: float = 0.5
+    chaos_restart_grace: float = 8.0
+    chaos_interval: float = 5.0
     # time limits: a scenario step that takes longer is recorded as failed
     settle_timeout: float = 90.0
     converge_timeout: float = 240.0
@@ -83,11 +113,22 @@ QUICK = Profile(
     handoff_records=5,
     memory_zones=160,
     memory_records=10,
+    scale_services=5_000,
+    scale_pods=2_500,
+    scale_nodes=50,
+    scale_dns_endpoints=1_250,
+    scale_zones=500,
+    budget_zones=100,
+    budget_records=20,
+    budget_events=20,
+    budget_timeout=180.0,
     planner_records=50_000,
     planner_repeat=1,
     apiserver_seconds=1.0,
     settle_timeout=30.0,
     converge_timeout=60.0,
+    chaos_faults=20,
+    chaos_zones=30,
 )
 
 SMOKE = Profile(
@@ -110,11 +151,26 @@ SMOKE = Profile(
     memory_replicas=(1,),
     memory_zones=12,
     memory_records=3,
+    scale_services=30,
+    scale_pods=20,
+    scale_nodes=3,
+    scale_dns_endpoints=10,
+    scale_zones=6,
+    budget_replicas=(1, 2),
+    budget_zones=8,
+    budget_records=3,
+    budget_rate=50.0,
+    budget_events=4,
+    budget_event_rate=4.0,
+    budget_latency=0.01,
+    budget_timeout=30.0,
     planner_records=2_000,
     planner_repeat=1,
     apiserver_seconds=0.3,
     settle_timeout=30.0,
     converge_timeout=30.0,
+    chaos_faults=3,
+    chaos_zones=8,
 )
 
 PROFILES = {p.name: p for p in (FULL, QUICK, SMOKE)}

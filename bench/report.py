@@ -23,8 +23,11 @@ SCENARIOS = (
     "rolling_restart",
     "safety",
     "memory",
+    "memory_at_scale",
+    "provider_budget",
     "planner",
     "apiserver",
+    "chaos",
 )
 
 
@@ -254,6 +257,32 @@ def _memory(s: Mapping[str, Any]) -> str:
     )
 
 
+def _memory_at_scale(s: Mapping[str, Any]) -> str:
+    rows = []
+    for key, r in sorted(s.get("runs", {}).items(), key=lambda kv: int(kv[0])):
+        if "error" in r:
+            rows.append([key, "FAILED", str(r["error"])[:80]])
+            continue
+        rows.append(
+            [
+                key,
+                r["peak_rss_mib"],
+                r.get("baseline_mib"),
+                _fmt(r.get("above_baseline_vs_one"), ".2f"),
+                r["sync_cpu_seconds"],
+                _fmt(r.get("sync_cpu_vs_one"), ".2f"),
+            ]
+        )
+    headers = ["N", "peak MiB/replica", "baseline MiB", "above baseline vs N=1", "sync CPU s (sum)", "vs N=1"]
+    table = tabulate(rows, headers=headers, tablefmt="simple")
+    anchor = s.get("anchor", {})
+    return (
+        f"memory_at_scale: {s.get('services')} Services, {s.get('pods')} Pods, {s.get('nodes')} Nodes, "
+        f"{s.get('dns_endpoints')} DNSEndpoints over {s.get('zones')} zones (anchor: external-dns "
+        f"{anchor.get('peak_rss_mib')} MiB at {anchor.get('pods')} Pods)\n{table}"
+    )
+
+
 def _planner(s: Mapping[str, Any]) -> str:
     return (
         f"planner: {s['records']:,.0f} records planned in {s['plan_seconds']:.3f}s "
@@ -262,9 +291,55 @@ def _planner(s: Mapping[str, Any]) -> str:
     )
 
 
+def _provider_budget(s: Mapping[str, Any]) -> str:
+    rows = [
+        [
+            n,
+            _fmt(r["p50_seconds"], ".3f"),
+            _fmt(r["p99_seconds"], ".3f"),
+            _fmt(r["calls_per_change"], ".2f"),
+            r["throttled"],
+            r["throttled_since_scale"],
+            f"{r['observed']}/{r['changes']}",
+        ]
+        for n, r in s["runs"].items()
+    ]
+    model = s["model_external_dns"]
+    rows.append(
+        ["external-dns (model)", model["p50_seconds"], model["p99_seconds"], "-", "-", "-", "computed"]
+    )
+    head = (
+        f"provider_budget: {s['zones']} zones x {s['records_per_zone']} records, account limit "
+        f"{s['account_rate']:g} calls/s, {s['latency_seconds'] * 1000:.0f} ms per call, changes at "
+        f"{s['event_rate_per_second']:g}/s"
+    )
+    table = tabulate(
+        rows,
+        headers=["replicas", "p50 s", "p99 s", "calls/change", "throttled", "since scale", "seen"],
+        tablefmt="github",
+    )
+    note = (
+        f"  external-dns model: {model['list_calls_per_loop']} list calls per loop = "
+        f"{model['seconds_per_loop']}s per loop (targets: p99 <= {s['target_p99_seconds']:g}s, "
+        f"calls/change <= {s['target_calls_per_change']:g}, throttled 0)"
+    )
+    return "\n".join([head, table, note])
+
+
 def _apiserver(s: Mapping[str, Any]) -> str:
     pairs = s["get_replace_pairs_per_second"]
     return f"apiserver: {pairs:,.0f} get+replace pairs/s (one client, server in its own process)"
+
+
+def _chaos(s: Mapping[str, Any]) -> str:
+    kinds = ", ".join(f"{k} {v}" for k, v in s["fault_kinds"].items())
+    return (
+        f"chaos: {s['faults']} faults (seed {s['seed']}; {kinds}) in {s['chaos_seconds']:.0f}s over "
+        f"{s['zones']} zones\n  overlapping writes {s['overlapping_writes']}, desired records missing "
+        f"{s['desired_missing']}, foreign records touched {s['foreign_touched']}, late recoveries "
+        f"{s['late_recoveries']}: {s['verdict']}\n  longest a zone ran nowhere {s['max_unowned_seconds']}s, "
+        f"slowest recovery {s['max_recovery_seconds']}s (bound {s['liveness_bound_seconds']}s)"
+    )
 
 
 _SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
@@ -275,8 +350,11 @@ _SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "rolling_restart": _rolling,
     "safety": _safety,
     "memory": _memory,
+    "memory_at_scale": _memory_at_scale,
+    "provider_budget": _provider_budget,
     "planner": _planner,
     "apiserver": _apiserver,
+    "chaos": _chaos,
 }
 
 

@@ -12,7 +12,18 @@ from typing import Any
 from bench import report
 from bench.profiles import Profile
 from bench.progress import Progress
-from bench.scenarios import event_latency, failover, memory, micro, rebalance, rolling_restart, scaling
+from bench.scenarios import (
+    chaos,
+    event_latency,
+    failover,
+    memory,
+    memory_at_scale,
+    micro,
+    provider_budget,
+    rebalance,
+    rolling_restart,
+    scaling,
+)
 from bench.scenarios.common import Context, error_result
 
 Scenario = Callable[[Context], dict[str, Any]]
@@ -27,6 +38,9 @@ SCENARIOS: dict[str, Scenario] = {
     "failover": failover.run,
     "rolling_restart": rolling_restart.run,
     "memory": memory.run,
+    "memory_at_scale": memory_at_scale.run,
+    "chaos": chaos.run,
+    "provider_budget": provider_budget.run,
 }
 
 

@@ -19,7 +19,7 @@ from shardsync import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("shardsync.replica", "run one replica (external-dns style flags)"),
     "apiserver": ("shardsync.local.apiserver.command", "run the embedded Kubernetes API server"),
-    "fake-provider": ("shardsync.providers.fake.server", "serve the fake DNS provider over HTTP (shared)"),
+    "fake-provider": ("shardsync.providers.fake.command", "serve the fake DNS provider over HTTP (shared)"),
     "local": ("shardsync.local.command", "run N replicas, an API server and a fake provider here, live"),
     "shards": ("shardsync.shards.command", "show the zone assignment and sync state, explain, what-if"),
 }

@@ -28,6 +28,9 @@ from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mir
 from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
 from shardsync.logs import LOG_FORMATS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
+from shardsync.providers.budget import DEFAULT_BURST as DEFAULT_PROVIDER_BURST
+from shardsync.providers.budget import DEFAULT_RATE_LIMIT
+from shardsync.providers.cache import DEFAULT_CACHE_TIME
 from shardsync.providers.table import PROVIDERS
 from shardsync.sharding.publisher import DEFAULT_RESTART_GRACE
 from shardsync.sharding.timings import FENCED, UNFENCED, Timings
@@ -61,6 +64,10 @@ class Settings:
     interval: float = DEFAULT_INTERVAL
     events: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
+    # the provider's budget and record cache
+    provider_rate_limit: float = DEFAULT_RATE_LIMIT
+    provider_burst: int = DEFAULT_PROVIDER_BURST
+    provider_cache_time: float = DEFAULT_CACHE_TIME
     # source filters
     namespace: str = ""
     label_filter: str = ""
@@ -119,6 +126,24 @@ FLAGS: tuple[Flag, ...] = (
     mirrored("interval", "time between two reconciles of one zone", kind=duration),
     mirrored("events", "also reconcile a zone soon after a source change touching it", switch=True),
     Flag("concurrency", "zones reconciled at the same time by one replica", kind=int),
+    Flag(
+        "provider_rate_limit",
+        "provider API calls a second for the whole deployment (the account's limit, e.g. 10 for Route53), "
+        "shared by the replicas by the zones each owns; 0: no limit",
+        kind=float,
+    ),
+    Flag(
+        "provider_burst",
+        "provider API calls the account allows at once above --provider-rate-limit (Route53: 50); "
+        "0: one second's worth",
+        kind=int,
+    ),
+    mirrored(
+        "provider_cache_time",
+        "how long a zone's listed records are used (kept up to date from our own writes) before it is "
+        "listed again; 0s: list on every reconcile",
+        kind=duration,
+    ),
     mirrored("namespace", "only read sources in this namespace (default: all)"),
     mirrored("label_filter", "only read source objects matching this label selector"),
     mirrored("annotation_filter", "only read source objects whose annotations match this selector"),
@@ -346,6 +371,15 @@ def validate(s: Settings) -> None:
     if s.kube_api_qps <= 0 or s.kube_api_burst <= 0:  # external-dns's messages
         flag = "--kube-api-qps" if s.kube_api_qps <= 0 else "--kube-api-burst"
         raise ConfigError(f"{flag} must be greater than 0")
+    if s.provider_rate_limit < 0 or s.provider_burst < 0 or s.provider_cache_time < 0:
+        flag = (
+            "--provider-rate-limit"
+            if s.provider_rate_limit < 0
+            else "--provider-burst"
+            if s.provider_burst < 0
+            else "--provider-cache-time"
+        )
+        raise ConfigError(f"{flag} must not be negative")
     if s.concurrency < 1:
         raise ConfigError("--concurrency must be at least 1")
     if s.weight < 1:

@@ -3,55 +3,216 @@
 Sources call `set_object(key, endpoints)` whenever an object's endpoints may have changed; the index
 answers which zones that touched (so only those are marked dirty) and `desired(zone)` returns the zone's
 endpoints in one dict walk. A replica with 100,000 zones never relists every zone per event.
+
+Per-shard state (`restricted`, the sharded replicas): endpoints are kept only for the zones this replica
+runs (`keep(zone)` / `drop(zone)`, from the worker's own / release), plus a compact index of which zones
+each object touches. Endpoints in no known zone are kept too (a zone list change may place them). An object
+whose endpoints fall partly outside the kept zones is "partial": only its slices in kept zones are held.
+When a zone is kept again, or the zone list changes, the partial objects it needs are handed to
+`on_rebuild` (the watcher translates them again from its caches); the zone is not `ready` until they are
+back, so the worker never plans it from half its inputs. Keys for which `pinned(key)` is true (what the
+watcher cannot translate again: the PTR records it derives) are always kept whole.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from shardsync.endpoint import Endpoint, ZoneIndex
+
+
+def _never(key: str) -> bool:
+    return False
+
+
+def _ignore(keys: set[str]) -> None:
+    return None
 
 
 class DesiredIndex:
     """Endpoints by source object and by zone. Endpoints outside every known zone are kept aside."""
 
-    def __init__(self, zones: Iterable[str] = ()) -> None:
+    def __init__(
+        self, zones: Iterable[str] = (), *, restricted: bool = False, pinned: Callable[[str], bool] = _never
+    ) -> None:
         self._zones = ZoneIndex(zones)
-        self._by_object: dict[str, tuple[Endpoint, ...]] = {}
+        self.restricted = restricted
+        self.pinned = pinned
+        self.on_rebuild: Callable[[set[str]], None] = _ignore  # partial objects to translate again
+        self.on_freed: Callable[[set[str]], None] = _ignore  # objects of a dropped zone now held nowhere
+        self._kept: set[str] = set()  # restricted: the zones whose endpoints are held
+        self._by_object: dict[str, tuple[Endpoint, ...]] = {}  # objects held whole
         self._by_zone: defaultdict[str, dict[str, tuple[Endpoint, ...]]] = defaultdict(dict)
         self._unplaced: dict[str, tuple[Endpoint, ...]] = {}
+        self._zones_of: dict[str, frozenset[str]] = {}  # object → the known zones it touches
+        self._keys_in: defaultdict[str, set[str]] = defaultdict(set)  # zone → the objects touching it
+        # Rebuilding: zone → how many partial objects it waits for, object → the zones waiting for it, and
+        # the objects every held zone waits for (after a zone list change).
+        self._waiting: dict[str, int] = {}
+        self._awaited: dict[str, set[str]] = {}
+        self._everywhere: set[str] = set()
+        self._versions: defaultdict[str, int] = defaultdict(int)  # zone → changes of its held endpoints
+        self._epoch = 0  # changes of what is held at all (keep, drop, the zone list)
+
+    def _holds(self, zone: str) -> bool:
+        return not self.restricted or zone in self._kept
+
+    # -- which zones are held (restricted) ----------------------------------------------------------------
+
+    def keep(self, zone: str) -> None:
+        """Hold `zone`'s endpoints from now on (restricted; else a no-op); partial objects touching it go
+        to `on_rebuild` and the zone waits for them."""
+        if not self.restricted or zone in self._kept:
+            return
+        self._epoch += 1
+        self._kept.add(zone)
+        rebuild: set[str] = set()
+        for key in self._keys_in.get(zone, ()):
+            endpoints = self._by_object.get(key)
+            if endpoints is None:
+                rebuild.add(key)
+            else:
+                eps = tuple(ep for ep in endpoints if self._zones.zone_of(ep.dns_name) == zone)
+                self._by_zone[zone][key] = eps
+        if rebuild:
+            self._waiting[zone] = len(rebuild)
+            for key in rebuild:
+                self._awaited.setdefault(key, set()).add(zone)
+            self.on_rebuild(rebuild)
+
+    def drop(self, zone: str) -> None:
+        """Stop holding `zone`'s endpoints (restricted; else a no-op): they are freed."""
+        if not self.restricted or zone not in self._kept:
+            return
+        self._epoch += 1
+        self._kept.discard(zone)
+        if self._waiting.pop(zone, None) is not None:
+            for key in [k for k, zones in self._awaited.items() if zone in zones]:
+                self._arrived_in(key, zone)
+        self._by_zone.pop(zone, None)
+        freed = set()
+        for key in self._keys_in.get(zone, ()):
+            if not self.pinned(key):
+                self._by_object.pop(key, None)
+                if self.holds_nothing_of(key):
+                    freed.add(key)
+        if freed:
+            self.on_freed(freed)
+
+    def holds_nothing_of(self, key: str) -> bool:
+        """Restricted: `key` has endpoints, all of them in known zones not held (its object is needed only
+        when one of those zones is kept)."""
+        zones = self._zones_of.get(key)
+        return (
+            self.restricted
+            and bool(self._kept)  # before this replica runs any zone, what it will hold is not known yet
+            and zones is not None
+            and key not in self._unplaced
+            and not self.pinned(key)
+            and not any(zone in self._kept for zone in zones)
+        )
+
+    @property
+    def epoch(self) -> int:
+        """Changes whenever what is held at all may have (keep, drop, the zone list)."""
+        return self._epoch
+
+    def version(self, zone: str) -> tuple[int, int]:
+        """Changes whenever `desired(zone)` may have (the worker's steady-state check)."""
+        return self._epoch, self._versions[zone]
+
+    def ready(self, zone: str) -> bool:
+        """False while `zone` waits for objects to be translated again (see the module docstring)."""
+        return zone not in self._waiting and not (self._everywhere and zone in self._kept)
+
+    # -- writes -----------------------------------------------------------------------------------------
 
     def set_zones(self, zones: Iterable[str]) -> set[str]:
-        """Change the known zones; returns the zones whose desired endpoints changed by it."""
+        """Change the known zones; returns the zones whose desired endpoints changed by it (restricted: the
+        partial objects are translated again, and their held zones wait for them)."""
         self._zones = ZoneIndex(zones)
-        objects = dict(self._by_object)
+        self._epoch += 1
+        whole = dict(self._by_object)  # an object with only unplaced endpoints is held whole too
+        partial = set(self._zones_of) - set(whole)
         before = {zone: dict(objs) for zone, objs in self._by_zone.items()}
+        touched_before = set(self._keys_in)
         self._by_object.clear()
         self._by_zone.clear()
         self._unplaced.clear()
-        for key, endpoints in objects.items():
+        self._zones_of.clear()
+        self._keys_in.clear()
+        for key, endpoints in whole.items():
             self.set_object(key, endpoints)
         after = self._by_zone
-        return {z for z in set(before) | set(after) if before.get(z) != after.get(z)}
+        changed = {z for z in set(before) | set(after) if before.get(z) != after.get(z)}
+        if partial:
+            # Until translated again, their zones are not known: every held zone waits for them.
+            self._everywhere |= partial
+            changed |= touched_before
+            self.on_rebuild(partial)
+        return changed
 
     def set_object(self, key: str, endpoints: Sequence[Endpoint]) -> set[str]:
         """Record `key`'s endpoints (empty: the object is gone); returns the zones this changed."""
-        old = self._slices(self._by_object.pop(key, ()))
         new_endpoints = tuple(endpoints)
         new = self._slices(new_endpoints)
-        for zone in old:
-            if zone is not None:
-                self._by_zone[zone].pop(key, None)
+        old_zones = self._zones_of.pop(key, frozenset())
+        old: dict[str, tuple[Endpoint, ...] | None] = {}
+        for zone in old_zones:
+            keys = self._keys_in.get(zone)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._keys_in[zone]
+            held = self._by_zone.get(zone)
+            old[zone] = held.pop(key, None) if held is not None else None
+            if held is not None and not held:
+                del self._by_zone[zone]
+        self._by_object.pop(key, None)
         self._unplaced.pop(key, None)
-        if new_endpoints:
-            self._by_object[key] = new_endpoints
-        for zone, eps in new.items():
-            if zone is None:
+        placed = frozenset(z for z in new if z is not None)
+        whole = True
+        for place, eps in new.items():
+            if place is None:
                 self._unplaced[key] = eps
+            elif self._holds(place):
+                self._by_zone[place][key] = eps
             else:
-                self._by_zone[zone][key] = eps
-        return {z for z in old.keys() | new.keys() if z is not None and old.get(z) != new.get(z)}
+                whole = False
+        if placed:
+            self._zones_of[key] = placed
+            for zone in placed:
+                self._keys_in[zone].add(key)
+        if new_endpoints and (whole or self.pinned(key)):
+            self._by_object[key] = new_endpoints
+        self._everywhere.discard(key)
+        for zone in self._awaited.pop(key, ()):
+            self._count_down(zone)
+        changed = {
+            z
+            for z in old_zones | placed
+            if not self._holds(z) or old.get(z) != new.get(z)  # not held: what it was is unknown
+        }
+        for zone in changed:
+            self._versions[zone] += 1
+        return changed
+
+    def _arrived_in(self, key: str, zone: str) -> None:
+        zones = self._awaited.get(key)
+        if zones is not None:
+            zones.discard(zone)
+            if not zones:
+                del self._awaited[key]
+
+    def _count_down(self, zone: str) -> None:
+        left = self._waiting.get(zone)
+        if left is None:
+            return
+        if left <= 1:
+            del self._waiting[zone]
+        else:
+            self._waiting[zone] = left - 1
 
     def _slices(self, endpoints: Iterable[Endpoint]) -> dict[str | None, tuple[Endpoint, ...]]:
         """The endpoints grouped by zone (None: in no known zone)."""
@@ -59,6 +220,8 @@ class DesiredIndex:
         for ep in endpoints:
             out[self._zones.zone_of(ep.dns_name)].append(ep)
         return {zone: tuple(eps) for zone, eps in out.items()}
+
+    # -- reads ------------------------------------------------------------------------------------------
 
     def desired(self, zone: str) -> list[Endpoint]:
         return [ep for eps in self._by_zone.get(zone, {}).values() for ep in eps]
@@ -68,7 +231,11 @@ class DesiredIndex:
         return dict(self._unplaced)
 
     def zones_with_endpoints(self) -> list[str]:
-        return [z for z, objs in self._by_zone.items() if objs]
+        """Zones some object has endpoints in (restricted: held or not)."""
+        return [z for z, keys in self._keys_in.items() if keys]
 
     def __len__(self) -> int:
-        return sum(len(eps) for eps in self._by_object.values())
+        """Endpoints held."""
+        return sum(len(eps) for objs in self._by_zone.values() for eps in objs.values()) + sum(
+            len(eps) for eps in self._unplaced.values()
+        )

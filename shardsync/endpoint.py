@@ -370,3 +370,22 @@ class ZoneIndex:
             if dot < 0:
                 return None
             name = name[dot + 1 :]
+
+
+def fingerprint(endpoints: Iterable[Endpoint]) -> int:
+    """A hash of the records as read, in order: equal for an unchanged read (the worker's steady-state check;
+    a collision's worst case is a plan skipped until the next change, never a wrong write)."""
+    return hash(
+        tuple(
+            (
+                e.dns_name,
+                e.record_type,
+                e.targets,
+                e.ttl,
+                e.set_identifier,
+                tuple(e.labels.items()),
+                e.provider_specific,
+            )
+            for e in endpoints
+        )
+    )

@@ -47,8 +47,12 @@ class Informer:
     on_error: Callable[[KubeError], None] | None = None
     watch_timeout: int = 60
     name: str = ""  # in logs and metric labels; the resource's plural when ""
+    # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
+    project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    page_size: int = 500  # objects per list request (0: one request); client-go's pager uses 500
     cache: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
     resource_version: str = field(default="", init=False)
+    forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
     synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -59,17 +63,31 @@ class Informer:
             self.on_change(key, old, new)
 
     async def relist(self) -> None:
-        """Replace the cache with a fresh list, reporting what differs from the old one."""
-        body = await self.kube.list(
-            self.resource,
-            namespace=self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-        )
+        """Replace the cache with a fresh list, reporting what differs from the old one. Listed in pages
+        of `page_size` (client-go's pager), each projected before the next is read, so the full objects
+        of a large list are never held at once."""
         fresh: dict[str, dict[str, Any]] = {}
-        for item in body.get("items") or []:
-            fresh[object_key(item)] = item
+        project = self.project
+        token = ""
+        while True:
+            body = await self.kube.list(
+                self.resource,
+                namespace=self.namespace,
+                label_selector=self.label_selector,
+                field_selector=self.field_selector,
+                limit=self.page_size or None,
+                continue_token=token,
+            )
+            for item in body.get("items") or []:
+                fresh[object_key(item)] = item if project is None else project(item)
+            meta = body.get("metadata") or {}
+            token = str(meta.get("continue") or "") if self.page_size else ""
+            version = resource_version(body)
+            del body  # this page's full objects go before the next page is read
+            if not token:
+                break
         old, self.cache = self.cache, fresh
+        forgotten, self.forgotten = self.forgotten, set()
         for key, obj in fresh.items():
             before = old.get(key)
             if before is None or resource_version(before) != resource_version(obj):
@@ -77,8 +95,26 @@ class Informer:
         for key, before in old.items():
             if key not in fresh:
                 self._emit(key, before, None)
-        self.resource_version = resource_version(body)
+        for key in forgotten - fresh.keys():
+            self._emit(key, None, None)
+        self.resource_version = version
         self.synced.set()
+
+    def forget(self, key: str) -> None:
+        """Drop `key`'s object from the cache while keeping track of it: its next change or deletion is
+        still reported (a deletion as `on_change(key, None, None)`), and `restore` puts it back."""
+        if self.cache.pop(key, None) is not None:
+            self.forgotten.add(key)
+
+    def restore(self, key: str, obj: dict[str, Any] | None) -> bool:
+        """Put a forgotten object back (as read with a GET; None: it is gone); False when the watch
+        delivered it meanwhile (the cache holds the newer one)."""
+        if key not in self.forgotten:
+            return False
+        self.forgotten.discard(key)
+        if obj is not None:
+            self.cache[key] = obj if self.project is None else self.project(obj)
+        return True
 
     def _handle(self, etype: str, obj: dict[str, Any]) -> None:
         rv = resource_version(obj)
@@ -89,9 +125,13 @@ class Informer:
         key = object_key(obj)
         before = self.cache.get(key)
         if etype == "DELETED":
-            if self.cache.pop(key, None) is not None:
+            if self.cache.pop(key, None) is not None or key in self.forgotten:
+                self.forgotten.discard(key)
                 self._emit(key, before, None)
         else:
+            self.forgotten.discard(key)
+            if self.project is not None:
+                obj = self.project(obj)
             self.cache[key] = obj
             self._emit(key, before, obj)
 

@@ -147,9 +147,11 @@ def kubeconfig_namespace(kubeconfig: str = "") -> str:
 
 
 def _query(
-    label_selector: str = "", field_selector: str = "", limit: int | None = None
+    label_selector: str = "", field_selector: str = "", limit: int | None = None, continue_token: str = ""
 ) -> list[tuple[str, Any]]:
     query: list[tuple[str, Any]] = []
+    if continue_token:
+        query.append(("continue", continue_token))
     if label_selector:
         query.append(("labelSelector", label_selector))
     if field_selector:
@@ -262,13 +264,15 @@ class BlockingKube:
         label_selector: str = "",
         field_selector: str = "",
         limit: int | None = None,
+        continue_token: str = "",
         request_timeout: Timeout | None = None,
     ) -> Obj:
-        """A list body (`items`, `metadata.resourceVersion`); every namespace when `namespace` is ""."""
+        """A list body (`items`, `metadata.resourceVersion`); every namespace when `namespace` is "".
+        With `limit`, one page: `metadata.continue` (when not "") asks for the next as `continue_token`."""
         return self.transport.request(
             "GET",
             resource.path(namespace),
-            query=_query(label_selector, field_selector, limit),
+            query=_query(label_selector, field_selector, limit, continue_token),
             timeout=as_pair(request_timeout),
         )
 

@@ -1,7 +1,7 @@
 """Client-side limits of shardsync's Kubernetes client: external-dns's `--kube-api-qps`, `--kube-api-burst`
 and `--request-timeout`, with client-go's meaning.
 
-`TokenBucket` is client-go's default rate limiter (flowcontrol's token bucket over x/time/rate): it starts
+`TokenBucket` (shardsync.token_bucket) is client-go's default rate limiter: it starts
 full with `burst` tokens and refills at `qps` per second; a request takes a token, or waits its turn for
 the next one (waiters queue in order). Every request of a `Kube`/`BlockingKube` built with `ClientLimits`
 goes through it, watches included, as in client-go. A call that carries its own deadline (lease renewals,
@@ -21,9 +21,8 @@ Events never delays a lease renewal.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable
+from shardsync.token_bucket import Throttled as Throttled
+from shardsync.token_bucket import TokenBucket as TokenBucket
 
 Timeout = float | tuple[float, float]
 Pair = tuple[float, float | None]
@@ -35,51 +34,11 @@ DEFAULT_BURST = 10  # client-go's rest.DefaultBurst, external-dns's --kube-api-b
 REQUEST_TIMEOUT = (CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT)
 
 
-class Throttled(Exception):
-    """No token within the call's own deadline."""
-
-
 def as_pair(timeout: Timeout | None) -> tuple[float, float] | None:
     """A call's `request_timeout` as a (connect, read) pair; None when the call sets none."""
     if timeout is None or isinstance(timeout, tuple):
         return timeout
     return (timeout, timeout)
-
-
-class TokenBucket:
-    """`qps` tokens a second, at most `burst` saved up; thread-safe (calls run in worker threads)."""
-
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("a token bucket needs qps > 0 and burst >= 1")
-        self.qps, self.burst = float(qps), burst
-        self._clock, self._sleep = clock, sleep
-        self._lock = threading.Lock()
-        self._tokens = float(burst)
-        self._last = clock()
-
-    def reserve(self, max_wait: float | None = None) -> float:
-        """Take a token; the seconds to wait before using it. Throttled (nothing taken) when that wait
-        would exceed `max_wait`."""
-        with self._lock:
-            now = self._clock()
-            tokens = min(self.burst, self._tokens + (now - self._last) * self.qps) - 1
-            wait = 0.0 if tokens >= 0 else -tokens / self.qps
-            if max_wait is not None and wait > max_wait:
-                raise Throttled(f"client rate limit (--kube-api-qps): no token within {max_wait:g}s")
-            self._tokens, self._last = tokens, now
-            return wait
-
-    def wait(self, max_wait: float | None = None) -> None:
-        delay = self.reserve(max_wait)
-        if delay > 0:
-            self._sleep(delay)
 
 
 COORDINATION = frozenset({"leases", "configmaps", "statefulsets"})

@@ -25,6 +25,9 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
+    # Versions to fall back on, newest first, when the API does not serve `version` (a CRD still at an
+    # older version: the source watcher probes them in order).
+    older_versions: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -52,6 +55,7 @@ class Resource:
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
 EVENTS = Resource("", "v1", "events", "Event")
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 CUSTOM_RESOURCE_DEFINITIONS = Resource(
     "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", namespaced=False

@@ -27,6 +27,7 @@ from anyio.from_thread import BlockingPortal
 
 from shardsync import config, logs
 from shardsync.backoff import Backoff
+from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
@@ -40,11 +41,14 @@ from shardsync.ownership.port import Ownership
 from shardsync.ownership.sharded import ShardedOwnership
 from shardsync.ownership.sole import SoleOwner
 from shardsync.providers.base import Provider, ProviderError
+from shardsync.providers.budget import Budget, BudgetedProvider, share
+from shardsync.providers.cache import CachedProvider
 from shardsync.providers.table import PROVIDERS
 from shardsync.registry import Registry, TxtRegistry
 from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.site import Site
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
+from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import COMMON, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from shardsync.worker import Worker, WorkerOptions
@@ -55,23 +59,32 @@ log = get_logger(__name__)
 STOP_WHEN_UNREACHABLE = 0.5
 # How long the teardown after the graceful stop may take before the process exits anyway.
 EXIT_GRACE = 0.5
+# How often the replica's share of the provider budget is computed again from the assignment and the zones.
+BUDGET_SHARE_PERIOD = 1.0
 
 
 class Replica:
     """The parts of one replica and the loops that tie them together; shardsync.ownership.port's `Host`."""
 
     def __init__(
-        self, settings: config.Settings, kube: Kube, provider: Provider, ownership: Ownership
+        self,
+        settings: config.Settings,
+        kube: Kube,
+        provider: Provider,
+        ownership: Ownership,
+        budget: Budget | None = None,
     ) -> None:
         self.settings = settings
         self.kube = kube
         self.provider = provider
         self.ownership = ownership
+        self.budget = budget
         self.zones: set[str] = set()
         self.zones_changed = Notifier()
         self.zones_known = anyio.Event()
         self.stop_done = threading.Event()  # the graceful stop is over: only the teardown is left
-        self.desired = DesiredIndex()
+        # Sharded replicas hold desired endpoints only for the zones they run (desired.py, per-shard state).
+        self.desired = DesiredIndex(restricted=settings.sharding and not settings.once)
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(
             settings.domain_filter,
@@ -87,14 +100,18 @@ class Replica:
             dry_run=settings.dry_run,
             domains=self.domain_filter,
         )
+        common = settings.options(COMMON)
+        policy = NamespacePolicy.configured(kube, common.namespace_domains_annotation)
+        registry = registry_for(settings)
         self.worker = Worker(
             provider,
-            registry_for(settings),
+            registry,
             self.desired,
             work,
             events=self.events,
             may_write=ownership.may_write,
             on_fenced=ownership.on_fenced,
+            guard=DeleteGuard.of(policy, common.namespace_domains_max_delete, registry.owner_id, self.events),
         )
         kinds = [SOURCES[name] for name in settings.sources]
         watch = WatchOptions(
@@ -104,7 +121,7 @@ class Replica:
             domains=self.domain_filter,
             record_types=RecordTypeFilter.parse(settings.managed_record_types, settings.exclude_record_types),
             source_options={k.name: settings.options(k.flags) for k in kinds if k.flags is not None},
-            common=settings.options(COMMON),
+            common=common,
         )
         self.sources = SourceWatcher(
             kube,
@@ -113,6 +130,7 @@ class Replica:
             on_dirty=self.worker.mark_dirty,
             events=self.events,
             write_status=ownership.is_coordinator,
+            policy=policy,
         )
 
     # -- zones the provider serves ---------------------------------------------------------------
@@ -144,6 +162,24 @@ class Replica:
 
     def _zone_selected(self, zone: str) -> bool:
         return self.domain_filter.match(zone) or self.domain_filter.match_parent(zone)
+
+    # -- the provider budget ---------------------------------------------------------------------
+
+    def budget_share(self) -> float:
+        """This replica's share of --provider-rate-limit (shardsync.providers.budget): by the zones the
+        assignment gives it; before any assignment, one member's weight over the zones; the whole of it
+        with --sharding=off or --once (one replica writes; the standbys only list zones)."""
+        if not isinstance(self.ownership, ShardedOwnership):
+            return 1.0
+        view = self.ownership.view
+        if view is None:
+            return 1.0 / (len(self.zones) + 1)
+        return share(self.settings.identity, self.zones, view.owner_of, len(view.members))
+
+    async def follow_budget_share(self, budget: Budget) -> None:
+        while True:
+            budget.set_share(self.budget_share())
+            await anyio.sleep(BUDGET_SHARE_PERIOD)
 
     # -- status ------------------------------------------------------------------------------------
 
@@ -182,6 +218,8 @@ class Replica:
                 tg.start_soon(self.sources.run)
                 tg.start_soon(self.discover_zones)
                 tg.start_soon(self.worker.run)
+                if self.budget is not None:
+                    tg.start_soon(self.follow_budget_share, self.budget)
                 if s.once:
                     return await self._once(tg)
                 tg.start_soon(self.ownership.run, self)
@@ -259,6 +297,20 @@ def registry_for(settings: config.Settings) -> Registry:
 def managed_types(settings: config.Settings) -> tuple[str, ...]:
     """--managed-record-types minus --exclude-record-types (external-dns's plan.IsManagedRecord)."""
     return tuple(t for t in settings.managed_record_types if t not in settings.exclude_record_types)
+
+
+def provider_for(settings: config.Settings, provider: Provider) -> tuple[Provider, Budget | None]:
+    """The provider as the worker calls it: every call counted and paced by this replica's share of
+    --provider-rate-limit, and with --provider-cache-time each zone's records cached between listings."""
+    budget = (
+        Budget(settings.provider_rate_limit, settings.provider_burst)
+        if settings.provider_rate_limit > 0
+        else None
+    )
+    paced: Provider = BudgetedProvider(provider, budget)
+    if settings.provider_cache_time > 0:
+        paced = CachedProvider(paced, settings.provider_cache_time)
+    return paced, budget
 
 
 def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
@@ -351,8 +403,8 @@ def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
     kube = Kube.connect(settings.kubeconfig, settings.identity, limits)
     ownership = ownership_for(settings, kube)
     kind = PROVIDERS[settings.provider]
-    provider = kind.create(settings.options(kind.flags), settings.identity)
-    replica = Replica(settings, kube, provider, ownership)
+    provider, budget = provider_for(settings, kind.create(settings.options(kind.flags), settings.identity))
+    replica = Replica(settings, kube, provider, ownership, budget)
     try:
         server = StatusServer(settings.metrics_address, StatusEndpoints(replica.ready, replica.shards))
     except OSError as exc:

@@ -31,7 +31,7 @@ from shardsync.backoff import Backoff
 from shardsync.batches import counts_of, halves
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import RESOURCE_LABEL, Changes
+from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
@@ -46,6 +46,7 @@ from shardsync.providers.base import (
     RecordsRejectedError,
     Rejected,
     ThrottledError,
+    adjuster_of,
 )
 from shardsync.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
@@ -55,6 +56,7 @@ log = get_logger(__name__)
 
 DEFAULT_INTERVAL = 60.0  # --interval
 DEFAULT_CONCURRENCY = 8  # --concurrency
+REBUILD_WAIT = 0.05  # seconds before a zone whose desired endpoints are being rebuilt is looked at again
 
 # external-dns's metric names where they mean the same thing, so existing dashboards keep working.
 LAST_SYNC = Gauge(
@@ -123,12 +125,15 @@ class Worker:
     may_write: Callable[[], bool] = _always  # the ownership's write gate, asked before every write
     on_fenced: Callable[[str, FenceToken | None], None] = _ignore_fenced  # a write refused by the fence
     clock: Callable[[], float] = time.monotonic
+    guard: Callable[[str, Changes, list[Endpoint]], Changes] | None = None  # shardsync.delete_guard
     statuses: dict[str, ZoneStatus] = field(default_factory=dict, init=False)
     _policy: Policy = field(init=False)
     _schedule: ZoneSchedule = field(init=False)
     _inflight: dict[str, _InFlight] = field(default_factory=dict, init=False)
     _backoff: dict[str, Backoff] = field(default_factory=dict, init=False)
     _wake: Notifier = field(default_factory=Notifier, init=False)
+    # zone → (desired version, records fingerprint) of its last plan that had nothing to do: the steady state
+    _unchanged: dict[str, tuple[tuple[int, int], int]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
@@ -140,6 +145,7 @@ class Worker:
         """Start reconciling `zone`; with `fence`, the first write acquires the zone's fence first."""
         status = self.statuses.get(zone)
         if status is None:
+            self.desired.keep(zone)
             self.statuses[zone] = ZoneStatus(fence=fence)
             self._schedule.add(zone, self.clock(), ahead=fence is not None)
             OWNED.set(len(self.statuses))
@@ -156,10 +162,13 @@ class Worker:
                 with contextlib.suppress(KeyError):  # never synced: no series to drop
                     gauge.remove(zone)
         self._backoff.pop(zone, None)
+        self._unchanged.pop(zone, None)
         inflight = self._inflight.get(zone)
         if inflight is not None:
             inflight.scope.cancel()
             await inflight.done.wait()
+        if zone not in self.statuses:  # not owned again meanwhile
+            self.desired.drop(zone)
 
     def owned(self) -> list[str]:
         return list(self.statuses)
@@ -193,8 +202,7 @@ class Worker:
             await self._run_zone(zone)
 
     async def _run_zone(self, zone: str) -> None:
-        retry_in: float | None = None
-        fenced_only = False
+        retry_in, fenced_only = None, False
         with anyio.CancelScope() as scope:
             inflight = self._inflight[zone] = _InFlight(scope)
             try:
@@ -220,6 +228,8 @@ class Worker:
         status = self.statuses.get(zone)
         if status is None:
             return None
+        if not self.desired.ready(zone):
+            return REBUILD_WAIT  # its desired endpoints are being rebuilt (desired.py): plan it once whole
         started = self.clock()
         retry_in = await self._guarded(zone, status, self._reconcile)
         if retry_in is not None:
@@ -264,6 +274,8 @@ class Worker:
             status.last_error = f"{kind}: {exc}"
             backoff = self._backoff.setdefault(zone, Backoff(initial=0.5, maximum=self.options.max_backoff))
             delay = backoff.next()
+            if isinstance(exc, ThrottledError) and exc.retry_after is not None:  # never sooner than asked
+                delay = max(delay, min(exc.retry_after, self.options.max_backoff))
             log.warning(
                 "zone reconcile failed",
                 zone=zone,
@@ -289,8 +301,16 @@ class Worker:
         """One zone, source to provider."""
         await self._acquire_fence(zone, status)  # normally taken already, as the zone's first step
         registry = self.registry  # the owner id and managed types are the registry's (one home)
-        view = registry.read(await self.provider.records(zone))
+        records = await self.provider.records(zone)
+        inputs = (self.desired.version(zone), fingerprint(records))
+        if self._unchanged.get(zone) == inputs:
+            return  # the records read and the desired endpoints are as at a plan that had nothing to do
+        self._unchanged.pop(zone, None)
+        view = registry.read(records)
         desired = self.desired.desired(zone)
+        adjuster = adjuster_of(self.provider)
+        if adjuster is not None:  # records listed in the provider's own form
+            desired = adjuster.adjust_desired(desired)
         result = plan(
             desired,
             view.current,
@@ -302,7 +322,10 @@ class Worker:
         status.records, status.desired = len(view.current), len(desired)
         self._report_conflicts(zone, result.conflicts)
         self._report_skipped(zone, result.skipped)
-        counts = await self._apply(zone, status, result.changes, view)
+        changes = result.changes if self.guard is None else self.guard(zone, result.changes, view.current)
+        counts = await self._apply(zone, status, changes, view)
+        if result.changes.is_empty() and not result.conflicts:
+            self._unchanged[zone] = inputs
         if any(counts.values()):
             log.info(
                 "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",

@@ -18,12 +18,27 @@ from typing import Any
 import pytest
 
 from shardsync.local.apiserver import ApiServer, ApiServerProcess
+from tests.fuzz import support as fuzz_support
 
 MakeApiServer = Callable[..., Any]
 
 
 # Tests that start DNS servers, real processes or a fresh venv; everything else is the fast layer.
 SLOW_MARKERS = frozenset({"bind", "knot", "pdns", "multiprocess", "image"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """`pytest -m fuzz` (any marker expression naming fuzz) runs the fuzz tests at full size."""
+    expression = config.getoption("markexpr", "") or ""
+    fuzz_support.full = "fuzz" in expression and "not fuzz" not in expression
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The examples each fuzz area ran (issue 16 asks for the counts)."""
+    if fuzz_support.counts:
+        terminalreporter.section("fuzz examples")
+        for area, n in sorted(fuzz_support.counts.items()):
+            terminalreporter.write_line(f"{area}: {n}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -49,3 +49,61 @@ def test_most_specific_zone_wins() -> None:
     idx.set_object("k", [a("x.sub.a.com"), a("x.a.com")])
     assert idx.desired("sub.a.com") == [a("x.sub.a.com")]
     assert idx.desired("a.com") == [a("x.a.com")]
+
+
+# -- per-shard state (restricted) -----------------------------------------------------------------------
+
+
+def test_restricted_index_holds_only_kept_zones_and_rebuilds_a_gained_one() -> None:
+    idx = DesiredIndex(["a.com", "b.com"], restricted=True)
+    asked: list[set[str]] = []
+    idx.on_rebuild = asked.append
+    idx.keep("a.com")
+    # Touched zones are reported whether held or not (a zone not held has nothing to compare with).
+    assert idx.set_object("service/ns/x", [a("x.a.com"), a("x.b.com")]) == {"a.com", "b.com"}
+    assert idx.set_object("service/ns/y", [a("y.b.com")]) == {"b.com"}
+    assert idx.desired("a.com") == [a("x.a.com")]
+    assert idx.desired("b.com") == []
+    assert len(idx) == 1
+    assert sorted(idx.zones_with_endpoints()) == ["a.com", "b.com"]
+
+    idx.keep("b.com")  # both objects are partial: translated again before b.com is planned
+    assert asked == [{"service/ns/x", "service/ns/y"}]
+    assert not idx.ready("b.com") and idx.ready("a.com")
+    idx.set_object("service/ns/x", [a("x.a.com"), a("x.b.com")])
+    assert not idx.ready("b.com")
+    assert idx.set_object("service/ns/y", [a("y.b.com")]) == {"b.com"}
+    assert idx.ready("b.com")
+    assert sorted(e.dns_name for e in idx.desired("b.com")) == ["x.b.com", "y.b.com"]
+
+    idx.drop("a.com")  # freed; x is partial again, y (all in b.com) stays whole
+    assert idx.desired("a.com") == []
+    idx.keep("a.com")
+    assert asked[-1] == {"service/ns/x"}
+
+
+def test_restricted_keeps_whole_objects_without_rebuilding_and_unplaced_endpoints_always() -> None:
+    idx = DesiredIndex(["a.com"], restricted=True, pinned=lambda key: key.startswith("ptr/"))
+    asked: list[set[str]] = []
+    idx.on_rebuild = asked.append
+    idx.set_object("ptr/192.0.2.1", [a("p.a.com")])
+    idx.set_object("service/ns/x", [a("x.z.org")])  # in no known zone: held
+    idx.keep("a.com")
+    assert asked == [] and idx.ready("a.com")
+    assert idx.desired("a.com") == [a("p.a.com")]
+    assert list(idx.unplaced()) == ["service/ns/x"]
+
+
+def test_restricted_zone_list_change_rebuilds_partial_objects() -> None:
+    idx = DesiredIndex(["a.com", "b.com"], restricted=True)
+    asked: list[set[str]] = []
+    idx.on_rebuild = asked.append
+    idx.keep("a.com")
+    idx.set_object("service/ns/x", [a("x.b.com")])  # partial: nothing held
+    idx.set_object("service/ns/w", [a("w.a.com")])  # whole
+    idx.set_zones(["a.com", "b.com", "x.b.com"])
+    assert asked == [{"service/ns/x"}]
+    assert not idx.ready("a.com")  # x might now fall in a.com: wait for it
+    idx.set_object("service/ns/x", [a("x.b.com")])
+    assert idx.ready("a.com")
+    assert idx.desired("a.com") == [a("w.a.com")]

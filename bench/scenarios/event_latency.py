@@ -66,7 +66,7 @@ def run(ctx: Context) -> dict[str, Any]:
             cluster.set_service_address(index, address)
             changes.append(Change(index, synced.zones[index], address, sent))
             ctx.progress.status(f"{k + 1}/{count} changes sent")
-        latencies = _match(ctx, cluster, changes)
+        latencies = match_changes(ctx, cluster, changes)
         wrong = []
         for change in changes:
             found = [
@@ -102,7 +102,7 @@ def run(ctx: Context) -> dict[str, Any]:
     return result
 
 
-def _match(ctx: Context, cluster: Cluster, changes: list[Change]) -> dict[int, float]:
+def match_changes(ctx: Context, cluster: Cluster, changes: list[Change]) -> dict[int, float]:
     """Change number -> seconds until the provider committed it, polling the audit until all are seen or
     WAIT_AFTER has passed since the last was sent."""
     pending = dict(enumerate(changes))

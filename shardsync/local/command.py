@@ -67,6 +67,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="ARG",
         help="extra flag for every `shardsync run`, e.g. --replica-arg=--settle-delay=500ms (repeatable)",
     )
+    parser.add_argument(
+        "--source",
+        action="append",
+        metavar="KIND",
+        help="--source of every replica (repeatable; default service and crd); a gateway-* kind also seeds "
+        "a Gateway and a route of that kind per zone",
+    )
     sub = parser.add_subparsers(dest="local_action", metavar="ACTION")
     scale = sub.add_parser("scale", help="change the replica count of the running `shardsync local`")
     scale.add_argument("replicas", type=_count, help="the new replica count")
@@ -102,6 +109,7 @@ def main(args: argparse.Namespace) -> int:
         every=args.every,
         termination_grace=args.termination_grace,
         replica_args=tuple(args.replica_arg),
+        sources=tuple(args.source or ("service", "crd")),
     )
     with _keys_mode(keys):
         return launch(options)

@@ -38,6 +38,7 @@ class LocalOptions:
     termination_grace: float = 30.0
     start_timeout: float = 30.0
     replica_args: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ("service", "crd")  # the replicas' --source values; gateway-* ones seed routes
 
 
 class SetupFailed(Exception):
@@ -104,12 +105,15 @@ def start(
     try:
         seed.install_crd(kube)
         names = seed.seed_objects(kube, infra.zones, o.desired_per_zone)
+        routes = seed.seed_gateway_routes(kube, infra.zones, o.sources)
         seed.set_replicas(kube, replicas)
     except KubeError as exc:
         raise SetupFailed(f"seeding the API server failed: {type(exc).__name__}: {exc}") from None
+    gateway = f" + a Gateway with {routes} routes" if routes else ""
     say(
-        f"seeded:         {len(infra.zones)} Services + {len(infra.zones)} DNSEndpoints asking "
-        f"for {names} names, owner id {o.owner_id}; StatefulSet {seed.STATEFULSET} replicas {replicas}"
+        f"seeded:         {len(infra.zones)} Services + {len(infra.zones)} DNSEndpoints{gateway} asking "
+        f"for {names + routes} names, owner id {o.owner_id}; "
+        f"StatefulSet {seed.STATEFULSET} replicas {replicas}"
     )
     return infra
 
@@ -136,8 +140,7 @@ def replica_command(infra: Infrastructure, o: LocalOptions, identity: str, port:
         f"--lease-namespace={seed.NAMESPACE}",
         f"--instance={seed.INSTANCE}",
         f"--txt-owner-id={o.owner_id}",
-        "--source=service",
-        "--source=crd",
+        *(f"--source={source}" for source in o.sources),
         "--events",
         *o.replica_args,
     ]

@@ -6,6 +6,11 @@ external IP, read by the service source; and a DNSEndpoint `app-<i>` with `per_z
 `app-<j>.<z>`, read by the crd source. The provider's own seeded records carry no ownership, so these are
 what the replicas write (with their TXT ownership records).
 
+With gateway-* sources chosen (`shardsync local --source=gateway-httproute`): the minimal Gateway API CRDs,
+one Gateway `shardsync-local` (an HTTP, a TLS, a TCP and a UDP listener, one status address) and per zone
+and chosen kind a route `<kind>-<i>` (`httproute-0003`) asking for `<kind>.<z>`, accepted by the Gateway
+in its status (no Gateway controller runs here to write it).
+
 The StatefulSet `shardsync` never runs a pod here (the launcher runs the processes); it exists because a
 replica stopping on SIGTERM reads its StatefulSet's spec.replicas to tell a scale-down (drain) from a
 restart (park), so the launcher keeps spec.replicas equal to the replica count it wants.
@@ -22,9 +27,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardsync.kube import BlockingKube, KubeError
-from shardsync.manifests import load_crd
-from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, STATEFULSETS
+from shardsync.manifests import load_crd, load_gateway_crds
+from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, STATEFULSETS, Obj, Resource
 from shardsync.sharding.membership import labels
+from shardsync.sources import gateway as gw
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES
 
@@ -92,20 +98,114 @@ def statefulset(replicas: int) -> dict[str, Any]:
 
 def install_crd(kube: BlockingKube, timeout: float = 10.0) -> None:
     """Create the DNSEndpoint CRD and wait until its resource is served."""
+    _install(kube, load_crd(), DNS_ENDPOINTS, timeout)
+
+
+def _install(kube: BlockingKube, crd: Obj, resource: Resource, timeout: float) -> None:
     try:
-        kube.create(CUSTOM_RESOURCE_DEFINITIONS, load_crd())
+        kube.create(CUSTOM_RESOURCE_DEFINITIONS, crd)
     except KubeError as exc:
         if not exc.conflict:
             raise
     deadline = time.monotonic() + timeout
     while True:
         try:
-            kube.list(DNS_ENDPOINTS, namespace=NAMESPACE, limit=1)
+            kube.list(resource, namespace=NAMESPACE, limit=1)
             return
         except KubeError as exc:
             if not exc.not_found or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+GATEWAY = "shardsync-local"
+ROUTES = {
+    kind.name: route for kind, route in zip(gw.KINDS, (gw.HTTP, gw.GRPC, gw.TLS, gw.TCP, gw.UDP), strict=True)
+}
+
+
+def gateway_resources() -> dict[str, Resource]:
+    """The Gateway API resources at the version the shipped CRDs serve first (plural → Resource)."""
+    out: dict[str, Resource] = {}
+    for crd in load_gateway_crds():
+        plural, version = crd["spec"]["names"]["plural"], crd["spec"]["versions"][0]["name"]
+        out[plural] = Resource(gw.GROUP, version, plural, crd["spec"]["names"]["kind"])
+    return out
+
+
+def install_gateway_crds(kube: BlockingKube, timeout: float = 10.0) -> None:
+    """Create the minimal Gateway API CRDs and wait until each is served."""
+    served = gateway_resources()
+    for crd in load_gateway_crds():
+        _install(kube, crd, served[crd["spec"]["names"]["plural"]], timeout)
+
+
+def gateway_object() -> Obj:
+    listeners = [
+        {"name": name, "protocol": protocol, "port": port}
+        for name, protocol, port in (
+            ("http", "HTTP", 80),
+            ("tls", "TLS", 443),
+            ("tcp", "TCP", 5432),
+            ("udp", "UDP", 53),
+        )
+    ]
+    return {
+        "apiVersion": gw.GATEWAYS.api_version,
+        "kind": gw.GATEWAYS.kind,
+        "metadata": {"name": GATEWAY, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
+        "spec": {"gatewayClassName": "shardsync-local", "listeners": listeners},
+        "status": {"addresses": [{"type": "IPAddress", "value": address((1 << 17) - 1)}]},
+    }
+
+
+def route_object(route: gw.RouteKind, resource: Resource, index: int, zone: str) -> Obj:
+    name = f"{route.label}.{zone}"
+    spec: dict[str, Any] = {"parentRefs": [{"name": GATEWAY}]}
+    annotations: dict[str, str] = {}
+    if route.has_hostnames:
+        spec["hostnames"] = [name]
+    else:
+        annotations[HOSTNAME_ANNOTATION] = name
+    accepted = {"type": "Accepted", "status": "True", "reason": "Accepted"}
+    parent = {
+        "parentRef": {"name": GATEWAY},
+        "controllerName": "shardsync.local/none",
+        "conditions": [accepted],
+    }
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {
+            "name": f"{route.label}-{index:04d}",
+            "labels": {"app.kubernetes.io/part-of": "shardsync-local"},
+            "annotations": annotations,
+        },
+        "spec": spec,
+        "status": {"parents": [parent]},
+    }
+
+
+def _create_with_status(kube: BlockingKube, resource: Resource, obj: Obj) -> None:
+    kube.create(resource, obj, namespace=NAMESPACE)
+    status = {"status": obj["status"]}
+    kube.patch(resource, obj["metadata"]["name"], status, namespace=NAMESPACE, subresource="status")
+
+
+def seed_gateway_routes(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str]) -> int:
+    """The Gateway and, per zone, a route of each chosen gateway-* kind; returns how many names they ask
+    for (0, and nothing created, when no gateway-* kind is chosen)."""
+    chosen = [ROUTES[s] for s in dict.fromkeys(sources) if s in ROUTES]
+    if not chosen:
+        return 0
+    install_gateway_crds(kube)
+    served = gateway_resources()
+    _create_with_status(kube, served[gw.GATEWAYS.plural], gateway_object())
+    for route in chosen:
+        resource = served[route.resource.plural]
+        for index, zone in enumerate(zones):
+            _create_with_status(kube, resource, route_object(route, resource, index, zone))
+    return len(chosen) * len(zones)
 
 
 def seed_one(kube: BlockingKube, index: int, zone: str, per_zone: int) -> None:

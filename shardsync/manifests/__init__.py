@@ -1,5 +1,6 @@
-"""Kubernetes manifests shipped inside the package (the DNSEndpoint CRD), so `shardsync local`, the tests and
-a user without the source tree can install them: `load_crd()` returns the CRD as a dict."""
+"""Kubernetes manifests shipped inside the package (the DNSEndpoint CRD; minimal Gateway API CRDs for tests
+and `shardsync local`), so `shardsync local`, the tests and a user without the source tree can install them:
+`load_crd()` returns the DNSEndpoint CRD as a dict, `load_gateway_crds()` the Gateway API CRDs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import yaml
 
 CRD_FILE = "dnsendpoints.crd.yaml"
 CRD_NAME = "dnsendpoints.externaldns.k8s.io"
+GATEWAY_CRDS_FILE = "gateway-api.crds.yaml"
 
 
 def crd_text() -> str:
@@ -23,3 +25,12 @@ def load_crd() -> dict[str, Any]:
     if not isinstance(data, dict):  # a packaging mistake, not a user error
         raise ValueError(f"{CRD_FILE} does not hold one object")
     return data
+
+
+def load_gateway_crds() -> list[dict[str, Any]]:
+    """The minimal Gateway API CRDs (Gateway, HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute)."""
+    text = resources.files(__name__).joinpath(GATEWAY_CRDS_FILE).read_text(encoding="utf-8")
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    if not all(isinstance(d, dict) for d in docs):  # a packaging mistake, not a user error
+        raise ValueError(f"{GATEWAY_CRDS_FILE} holds something other than objects")
+    return docs

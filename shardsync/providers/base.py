@@ -9,6 +9,7 @@ the provider's own business: `records()` never returns it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -42,7 +43,14 @@ class ProviderError(Exception):
 
 
 class ThrottledError(ProviderError):
-    """The provider asked us to slow down (rate limit). A soft error: back off and retry."""
+    """The provider asked us to slow down (rate limit). A soft error: back off and retry.
+
+    `retry_after`: the seconds the provider asked us to wait (HTTP Retry-After), None when it named none.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class FencedError(ProviderError):
@@ -84,6 +92,23 @@ class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
 
 
+# Awaited by a provider before each further API request one of its calls makes (a listing's next page, a
+# change split into several batches), with the kind of call: the provider budget paces and counts each
+# request that way, not only each call (shardsync.providers.budget).
+Pacer = Callable[[str], Awaitable[None]]
+
+
+async def unpaced(kind: str) -> None:
+    return None
+
+
+@runtime_checkable
+class MultiRequest(Protocol):
+    """A provider whose calls may take several API requests; its `pacer` is awaited before each extra one."""
+
+    pacer: Pacer
+
+
 @runtime_checkable
 class Provider(Protocol):
     """A DNS backend. All methods are coroutines; blocking clients run in worker threads inside them."""
@@ -115,3 +140,21 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class AdjustsDesired(Protocol):
+    """Optional beside Provider: a provider that lists records in a form of its own (aws: alias records,
+    explicit defaults) rewrites the desired endpoints the same way before they are planned, as external-dns's
+    AdjustEndpoints, so records already as wanted plan no change."""
+
+    def adjust_desired(self, endpoints: list[Endpoint]) -> list[Endpoint]: ...
+
+
+def adjuster_of(provider: object) -> AdjustsDesired | None:
+    """The provider, or the one a wrapper (budget, cache) holds as `inner`, that adjusts desired endpoints."""
+    while provider is not None:
+        if isinstance(provider, AdjustsDesired):
+            return provider
+        provider = getattr(provider, "inner", None)
+    return None

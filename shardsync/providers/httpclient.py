@@ -1,10 +1,13 @@
-"""What the providers' HTTP clients share: the header that names the caller, and transport failures as
-UnreachableError (the worker retries those with backoff, as it does any provider error)."""
+"""What the providers' HTTP clients share: the header that names the caller, transport failures as
+UnreachableError (the worker retries those with backoff, as it does any provider error), and a 429's
+Retry-After (seconds or an HTTP date) for the provider budget (shardsync.providers.budget)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from email.utils import parsedate_to_datetime
 
 import httpx
 
@@ -23,3 +26,19 @@ def transport_errors(what: str, timeout: float) -> Iterator[None]:
         raise UnreachableError(f"{what}: no answer within {timeout:g}s") from exc
     except httpx.TransportError as exc:
         raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+
+
+def retry_after(resp: httpx.Response, now: float | None = None) -> float | None:
+    """The seconds a 429 (or 503) answer asks us to wait (its Retry-After header), None without one."""
+    value = resp.headers.get("Retry-After", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))

@@ -1,5 +1,5 @@
 """The providers `--provider` can name: one line each. A provider's module, or its package's `__init__`
-(fake, rfc2136), owns its flags (a FlagGroup) and its construction (`build(options, identity)`); adding a
+(aws, fake, rfc2136), owns its flags (a FlagGroup) and its construction (`build(options, identity)`); adding a
 provider is its module or package plus one line here."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
-from shardsync.providers import fake, rfc2136, webhook
+from shardsync.providers import aws, fake, rfc2136, webhook
 from shardsync.providers.base import Provider
 
 OptionsT = TypeVar("OptionsT")
@@ -31,6 +31,7 @@ class ProviderKind(Generic[OptionsT]):
 PROVIDERS: dict[str, ProviderKind[Any]] = {
     kind.name: kind
     for kind in (
+        ProviderKind("aws", aws.FLAGS, aws.build),
         ProviderKind("fake", fake.FLAGS, fake.build),
         ProviderKind("rfc2136", rfc2136.FLAGS, rfc2136.build),
         ProviderKind("webhook", webhook.FLAGS, webhook.build, fences=False),

@@ -53,13 +53,17 @@ from shardsync.providers.base import (
     ProviderError,
     ThrottledError,
 )
-from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
+from shardsync.providers.httpclient import CLIENT_HEADER, retry_after, transport_errors
 
 log = get_logger(__name__)
 
 MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
 DEFAULT_TIMEOUT = 10.0
 
+SKIPPED_ENDPOINTS = Counter(
+    "shardsync_webhook_skipped_endpoints_total",
+    "Endpoints in a webhook provider's answer that could not be read (skipped, the others kept)",
+)
 UNFENCED_WRITES = Counter(
     "shardsync_webhook_unfenced_writes_total",
     "Writes that carried a fence token the webhook provider could not enforce (--webhook-allow-unfenced).",
@@ -138,7 +142,7 @@ class WebhookProvider:
             resp = await self._http.request(method, self.url + path, content=content, headers=headers)
         text = f"{what}: {resp.status_code} {resp.text[:300]}"
         if resp.status_code == 429:
-            raise ThrottledError(text)
+            raise ThrottledError(text, retry_after(resp))
         if method == "POST" and path == "/records" and 400 <= resp.status_code < 500:
             raise BatchRejectedError(text)
         if not 200 <= resp.status_code < 300:
@@ -156,10 +160,15 @@ class WebhookProvider:
     def _endpoints(data: Any, what: str) -> list[Endpoint]:
         if not isinstance(data, list):
             raise ProviderError(f"webhook provider {what}: expected a list of endpoints")
-        try:
-            return [Endpoint.from_json(item) for item in data]
-        except InvalidEndpoint as exc:
-            raise ProviderError(f"webhook provider {what}: bad endpoint: {exc}") from exc
+        # One bad endpoint costs that endpoint, not the zone: it is skipped with a warning and counted.
+        endpoints = []
+        for item in data:
+            try:
+                endpoints.append(Endpoint.from_json(item))
+            except InvalidEndpoint as exc:
+                SKIPPED_ENDPOINTS.inc()
+                log.warning("webhook provider endpoint skipped", answer=what, error=str(exc)[:300])
+        return endpoints
 
     # ---- protocol ----
 

@@ -30,6 +30,7 @@ SET_IDENTIFIER = "set-identifier"
 ACCESS = "access"
 ENDPOINTS_TYPE = "endpoints-type"
 INGRESS_HOSTNAME_SOURCE = "ingress-hostname-source"
+GATEWAY_HOSTNAME_SOURCE = "gateway-hostname-source"  # on a Gateway API route, same values as the Ingress's
 ALIAS = "alias"
 RECORD_TYPE = "record-type"  # `ptr` or not: the provider-specific property `record-type` (sources.ptr)
 

@@ -15,6 +15,11 @@
   both external-dns prefixes, always (sources.annotations), so it accepts either of them as the value and
   refuses any other prefix at start-up rather than read annotations the user did not mean.
 
+shardsync's own flags for hostile or multi-tenant clusters, applied to every kind alike (sources.gate):
+- `--max-annotation-bytes`, `--max-endpoints-per-object`, `--max-targets-per-object` (sources.limits);
+- `--namespace-domains-annotation` turns on the namespace → domain policy (sources.namespace_policy) and
+  `--namespace-domains-max-delete` bounds the deletes it may cause in one zone (shardsync.delete_guard).
+
 The value reaches each kind's translator as `SourceContext.common` (the watcher's `WatchOptions.common`).
 Pinned against external-dns v0.22.0 (pkg/apis/externaldns/types.go, validation.go, source/wrappers).
 """
@@ -25,9 +30,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from shardsync.endpoint import Endpoint
-from shardsync.flags import ConfigError, FlagGroup, mirrored
+from shardsync.flags import ConfigError, Flag, FlagGroup, mirrored
 from shardsync.sources.annotations import GA_PREFIX, PREFIXES
 from shardsync.sources.fqdn import FqdnTemplate
+from shardsync.sources.limits import (
+    DEFAULT_MAX_ANNOTATION_BYTES,
+    DEFAULT_MAX_ENDPOINTS,
+    DEFAULT_MAX_TARGETS,
+    ObjectLimits,
+)
 from shardsync.sources.result import suitable_type
 
 
@@ -42,6 +53,17 @@ class SourceOptions:
     force_default_targets: bool = False
     annotation_prefix: str = GA_PREFIX
     create_ptr: bool = False
+    max_annotation_bytes: int = DEFAULT_MAX_ANNOTATION_BYTES
+    max_endpoints_per_object: int = DEFAULT_MAX_ENDPOINTS
+    max_targets_per_object: int = DEFAULT_MAX_TARGETS
+    namespace_domains_annotation: str = ""  # "": the namespace → domain policy is off
+    namespace_domains_max_delete: float = 0.5
+
+    @property
+    def limits(self) -> ObjectLimits:
+        return ObjectLimits(
+            self.max_annotation_bytes, self.max_endpoints_per_object, self.max_targets_per_object
+        )
 
     @property
     def template(self) -> FqdnTemplate | None:
@@ -54,6 +76,17 @@ def validate(options: SourceOptions) -> None:
     if options.ignore_hostname_annotation and template is None:
         # external-dns: "FQDN Template must be set if ignoring annotations"
         raise ConfigError("--ignore-hostname-annotation needs --fqdn-template (as in external-dns)")
+    for name, value in (
+        ("--max-annotation-bytes", options.max_annotation_bytes),
+        ("--max-endpoints-per-object", options.max_endpoints_per_object),
+        ("--max-targets-per-object", options.max_targets_per_object),
+    ):
+        if value < 0:
+            raise ConfigError(f"{name}={value}: must be 0 (no limit) or more")
+    if not 0.0 <= options.namespace_domains_max_delete <= 1.0:
+        raise ConfigError(
+            f"--namespace-domains-max-delete={options.namespace_domains_max_delete}: a fraction from 0 to 1"
+        )
     prefix = options.annotation_prefix
     if not prefix:
         raise ConfigError("--annotation-prefix cannot be empty")
@@ -100,6 +133,34 @@ FLAGS = FlagGroup(
         mirrored(
             "annotation_prefix",
             f"prefix of the annotations read: {' or '.join(PREFIXES)} (both are read either way)",
+        ),
+        Flag(
+            "max_annotation_bytes",
+            "annotations longer than this (bytes) are not read; an Event says so (0: no limit)",
+            kind=int,
+        ),
+        Flag(
+            "max_endpoints_per_object",
+            "endpoints one object may publish; the rest are dropped with an Event (0: no limit)",
+            kind=int,
+        ),
+        Flag(
+            "max_targets_per_object",
+            "targets one object may publish over all its endpoints; the rest dropped with an Event "
+            "(0: no limit)",
+            kind=int,
+        ),
+        Flag(
+            "namespace_domains_annotation",
+            "turns on the namespace → domain policy: the Namespace annotation (e.g. "
+            "shardsync.io/allowed-domains) listing the domains its objects may publish; "
+            "a namespace without it publishes nothing",
+        ),
+        Flag(
+            "namespace_domains_max_delete",
+            "largest fraction of a zone's owned records the namespace policy may delete in one sync; "
+            "more is refused with an Event (1: no guard)",
+            kind=float,
         ),
     ),
     validate=validate,

@@ -37,6 +37,7 @@ from shardsync.endpoint import (
 from shardsync.kube import Kube
 from shardsync.manifests import CRD_FILE, CRD_NAME
 from shardsync.objects import ObjectRef, Resource, get, get_str
+from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.result import Problem, SourceResult
@@ -185,4 +186,5 @@ KIND = SourceKind(
     DNS_ENDPOINTS,
     DNSEndpointTranslator,
     crd=CrdNotice("DNSEndpoint CRD", CRD_NAME, f"shardsync/manifests/{CRD_FILE}"),
+    projections={DNS_ENDPOINTS: projections.without_bookkeeping},
 )

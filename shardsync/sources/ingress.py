@@ -20,6 +20,7 @@ from typing import Any
 from shardsync.flags import FlagGroup, mirrored
 from shardsync.objects import ObjectRef, Resource, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
+from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
@@ -145,4 +146,11 @@ class IngressTranslator(Translator):
         return None if obj is None else ingress_endpoints(obj, self.options, self.common)
 
 
-KIND = SourceKind("ingress", INGRESSES, IngressTranslator, flags=FLAGS)
+KIND = SourceKind(
+    "ingress",
+    INGRESSES,
+    IngressTranslator,
+    flags=FLAGS,
+    evictable=True,
+    projections={INGRESSES: projections.without_bookkeeping},
+)

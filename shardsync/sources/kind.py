@@ -2,9 +2,10 @@
 
 A `SourceKind` names its `--source` value, the resources it watches (its own objects first, then the
 related objects its translation reads), its flags (a FlagGroup filling its own options value), what to say
-when its resources are not served (a CRD not installed), and how one watcher translates its objects:
-`start(context)` gives that watcher's `Translator`, which holds whatever state the kind keeps between
-events (an index of which owners a related object feeds, a status writer). The generic watcher
+when its resources are not served (a CRD not installed), what its informers keep of each object
+(`projections`, sources.projections), and how one watcher translates its objects: `start(context)`
+gives that watcher's `Translator`, which holds whatever state the kind keeps between events (an index
+of which owners a related object feeds, a status writer). The generic watcher
 (`sources.watcher`) runs informers for the resources, calls `Translator.related` on a related object's
 change to learn which of the kind's own objects to re-translate, and `Translator.translate` on them.
 """
@@ -19,6 +20,7 @@ from shardsync.flags import FlagGroup
 from shardsync.kube import Kube
 from shardsync.objects import Obj, Resource
 from shardsync.sources.common import SourceOptions
+from shardsync.sources.projections import Projection
 from shardsync.sources.result import SourceResult
 
 OptionsT = TypeVar("OptionsT")
@@ -100,6 +102,16 @@ class SourceKind(Generic[OptionsT]):
     flags: FlagGroup[OptionsT] | None = None  # its own flags; several kinds may share one group
     label: str = ""  # the kind in external-dns's `resource` label (default: `name`)
     crd: CrdNotice | None = None
+    # What the informer keeps of each watched resource (sources.projections); a resource not named here is
+    # cached whole, so a kind that declares nothing still works.
+    projections: Mapping[Resource, Projection] = field(default_factory=dict)
+    # A sharded replica may drop its own objects from the cache while their records all fall in zones the
+    # replica does not run, reading them again when it gains one (sources.refetch). Not for a kind that
+    # reads its cache for other work (the crd kind's status sweep).
+    evictable: bool = False
+    # Related resources read in every namespace whatever --namespace says (a route's Gateway lives in
+    # another namespace).
+    all_namespaces: tuple[Resource, ...] = ()
 
     @property
     def watches(self) -> tuple[Resource, ...]:

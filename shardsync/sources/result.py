@@ -22,6 +22,9 @@ from shardsync.endpoint import (
 )
 from shardsync.objects import ObjectRef
 
+# The Event reason of a problem found in a source object, unless the problem names its own.
+INVALID_REASON = "InvalidEndpoint"
+
 # --- results -------------------------------------------------------------------------------------------
 
 
@@ -32,6 +35,7 @@ class Problem:
     ref: ObjectRef
     field: str  # where in the object, e.g. `metadata.annotations[external-dns.kubernetes.io/ttl]`
     message: str
+    reason: str = INVALID_REASON  # the reason of the Warning Event posted about it
 
     def __str__(self) -> str:
         return f"{self.ref.resource} {self.field}: {self.message}"

@@ -37,6 +37,7 @@ from shardsync.flags import ConfigError, FlagGroup, mirrored
 from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
+from shardsync.sources import projections
 from shardsync.sources import service_nodeport as nodeport
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
@@ -396,4 +397,17 @@ class ServiceTranslator(Translator):
         return self._related[resource](key, old, new)
 
 
-KIND = SourceKind("service", SERVICES, ServiceTranslator, related=(ENDPOINT_SLICES, PODS, NODES), flags=FLAGS)
+KIND = SourceKind(
+    "service",
+    SERVICES,
+    ServiceTranslator,
+    related=(ENDPOINT_SLICES, PODS, NODES),
+    flags=FLAGS,
+    evictable=True,
+    projections={
+        SERVICES: projections.without_bookkeeping,
+        ENDPOINT_SLICES: projections.endpoint_slice,
+        PODS: projections.pod,
+        NODES: projections.node,
+    },
+)

@@ -14,7 +14,7 @@ from typing import Any
 
 from shardsync.flags import FlagGroup
 from shardsync.objects import ObjectRef
-from shardsync.sources import common, crd, ingress, service
+from shardsync.sources import common, crd, gateway, ingress, service
 from shardsync.sources.kind import SourceKind
 
 SOURCES: dict[str, SourceKind[Any]] = {
@@ -23,6 +23,7 @@ SOURCES: dict[str, SourceKind[Any]] = {
         service.KIND,
         ingress.KIND,
         crd.KIND,
+        *gateway.KINDS,
     )
 }
 

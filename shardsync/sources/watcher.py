@@ -3,7 +3,8 @@ re-translate only what an event affects, and tell the caller which zones that ch
 
 The watcher knows no kind: each is a line of the source table (`sources.table`; what a line says:
 `sources.kind`). One Informer per resource a chosen kind watches (one for all the kinds that read it);
-namespaced list calls when --namespace is set. An event on a kind's own object marks that object pending;
+namespaced list calls when --namespace is set (except for a related resource the kind reads everywhere,
+`SourceKind.all_namespaces`). An event on a kind's own object marks that object pending;
 an event on a related object marks the objects the kind's translator says it feeds (`Translator.related`:
 the Services a Node, EndpointSlice or Pod feeds). One task translates the pending objects through their
 kind's translator, applies `--default-targets` (sources.common), the object, domain and record-type
@@ -13,7 +14,8 @@ records that A and AAAA records ask for (`--create-ptr`, sources.ptr) are kept u
 
 Nothing of a kind is translated before every informer it reads has listed once, so the first translation
 sees full caches and each object is translated once however large the initial list. A kind whose resources
-are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff and
+are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff (each
+resource at its version, then at its `older_versions`: the first served one is what the informer reads) and
 saying once what to install, and holds up only itself; `synced` is set once every kind has listed and been
 translated.
 
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -50,19 +52,20 @@ from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
-from shardsync.objects import Obj, Resource
+from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
+from shardsync.sources.gate import ObjectGate
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
+from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
 from shardsync.sources.result import Problem
+from shardsync.sources.shard_cache import ShardCaches
 from shardsync.sources.table import SOURCES
 
 log = get_logger(__name__)
-
-# The Event reason of a problem found in a source object.
-INVALID_REASON = "InvalidEndpoint"
 
 # external-dns's name: requests for source objects that failed (there: a failed Endpoints() call).
 SOURCE_ERRORS = Counter(
@@ -126,6 +129,7 @@ class SourceWatcher:
         events: EventRecorder | None = None,
         write_status: Callable[[], bool] = _always,
         table: Mapping[str, SourceKind[Any]] = SOURCES,
+        policy: NamespacePolicy | None = None,
     ) -> None:
         unknown = sorted(set(options.sources) - set(table))
         if unknown:
@@ -148,8 +152,19 @@ class SourceWatcher:
         # external-dns installs its PTR wrapper only when PTR is a managed record type (sources.ptr).
         ptr = options.record_types.match("PTR")
         self._ptr = PtrIndex(options.common.create_ptr) if ptr else None
+        # Limits and the namespace policy apply to every kind alike (sources.gate).
+        self._gate = ObjectGate(options.common.limits, policy)
+        if policy is not None:
+            policy.on_change = self._namespace_changed
         for name in dict.fromkeys(options.sources):
             self._add(table[name])
+        # Per-shard state (sources.shard_cache): what a sharded replica keeps only for the zones it runs.
+        self._shard = ShardCaches(
+            kube,
+            desired,
+            {n: (s.kind, self._informers[s.kind.resource]) for n, s in self._sources.items()},
+            self._queue,
+        )
 
     def _add(self, kind: SourceKind[Any]) -> None:
         context = SourceContext(
@@ -169,11 +184,21 @@ class SourceWatcher:
                 self._informers[resource] = Informer(
                     self.kube,
                     resource,
-                    namespace=self.options.namespace if resource.namespaced else "",
+                    namespace=self._namespace(kind, resource),
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
+                    project=kind.projections.get(resource),
                 )
+            elif self._informers[resource].project is not kind.projections.get(resource):
+                # Kinds that keep different parts of one resource: keep it whole (each finds what it reads).
+                self._informers[resource].project = None
+
+    def _namespace(self, kind: SourceKind[Any], resource: Resource) -> str:
+        """The namespace an informer lists: --namespace, unless the kind reads the resource everywhere."""
+        if not resource.namespaced or resource in kind.all_namespaces:
+            return ""
+        return self.options.namespace
 
     def _cache(self, resource: Resource) -> Mapping[str, Obj]:
         return self._informers[resource].cache
@@ -197,13 +222,26 @@ class SourceWatcher:
                 source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
         self._wake.notify()
 
+    def _queue(self, name: str, keys: Iterable[str]) -> None:
+        self._sources[name].pending.update(dict.fromkeys(keys))
+        self._wake.notify()
+
+    def _namespace_changed(self, namespace: str) -> None:
+        for source in self._sources.values():
+            cache = self._cache(source.kind.resource)
+            source.pending.update(dict.fromkeys(k for k in cache if k.startswith(namespace + "/")))
+        self._wake.notify()
+
     # -- running --------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
         """Watch and translate until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
+            tg.start_soon(self._shard.run)
             tg.start_soon(self._follow_writer)
+            if self._gate.policy is not None:
+                tg.start_soon(self._gate.policy.run)
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
                 if waiting:
@@ -217,21 +255,24 @@ class SourceWatcher:
     async def _await_listed(self, source: _Source) -> None:
         for resource in source.kind.watches:
             await self._informers[resource].synced.wait()
+        if self._gate.policy is not None:
+            await self._gate.policy.synced.wait()
         source.ready = True
         self._wake.notify()
 
     async def _run_when_served(self, informer: Informer, kinds: list[SourceKind[Any]]) -> None:
-        """Wait until the API serves the informer's resource (probing with backoff, one error logged), then
-        run the informer."""
+        """Wait until the API serves the informer's resource at its version or one of its older versions
+        (probing newest first, with backoff, one error logged), then run the informer at that version."""
         notice: CrdNotice | None = kinds[0].crd
         assert notice is not None
         names = ",".join(kind.name for kind in kinds)
+        declared = informer.resource
         backoff = Backoff(initial=0.5, maximum=self.options.max_backoff)
         missing = False
         try:
             while True:
                 try:
-                    await self.kube.list(informer.resource, namespace=informer.namespace, limit=1)
+                    informer.resource = await self._served_version(declared, informer.namespace)
                     break
                 except KubeError as exc:
                     SOURCE_ERRORS.inc()
@@ -251,7 +292,25 @@ class SourceWatcher:
                 CRD_MISSING.dec()
         if missing:
             log.info(f"{notice.what} found; {names} source starting", crd=notice.crd)
+        if informer.resource != declared:
+            log.info(f"{informer.name} served at an older version", version=informer.resource.api_version)
         await informer.run()
+
+    async def _served_version(self, resource: Resource, namespace: str) -> Resource:
+        """The resource at the first of its versions the API serves; the newest version's KubeError when
+        none is."""
+        first: KubeError | None = None
+        for version in (resource.version, *resource.older_versions):
+            candidate = replace(resource, version=version)
+            try:
+                await self.kube.list(candidate, namespace=namespace, limit=1)
+                return candidate
+            except KubeError as exc:
+                if not exc.not_found:
+                    raise
+                first = first or exc
+        assert first is not None
+        raise first
 
     async def _translate_loop(self) -> None:
         while True:
@@ -290,18 +349,27 @@ class SourceWatcher:
         """Translate one object (gone or filtered out: no endpoints); returns the zones that changed."""
         kind = source.kind
         obj = self._cache(kind.resource).get(key)
+        if obj is None and self._shard.forgotten(kind.name, key):
+            return set()  # evicted (per-shard state): its next change or deletion arrives by the watch
         if obj is not None and not self.options.objects.matches(obj):
             obj = None
+        ref: ObjectRef | None = None
+        problems: list[Problem] = []
+        if obj is not None:
+            ref = ObjectRef.of(obj, kind.resource, kind.resource_kind)
+            obj, problems = self._gate.before(obj, ref)
         result = source.translator.translate(key, obj)
         desired_key = f"{kind.name}/{key}"
         found: list[Endpoint] = []
         if result is not None:
             found = with_default_targets(result.endpoints, self.options.common)
+            problems += result.problems
+        found, refused = self._gate.after(desired_key, ref, found)
         addresses: set[str] = set()
         if self._ptr is not None:
             found, addresses = self._ptr.update(desired_key, found)
         endpoints = filter_endpoints(found, self.options.domains, self.options.record_types)
-        self._report(kind.name, desired_key, result.problems if result is not None else [])
+        self._report(kind.name, desired_key, [*problems, *refused])
         changed = self.desired.set_object(desired_key, endpoints)
         for address in addresses:
             assert self._ptr is not None
@@ -309,6 +377,7 @@ class SourceWatcher:
                 self._ptr.endpoints(address), self.options.domains, self.options.record_types
             )
             changed |= self.desired.set_object(ptr_key(address), ptrs)
+        self._shard.translated(kind.name, key)  # forgotten when its records all fall in zones not held
         return changed
 
     def _report(self, source: str, desired_key: str, problems: Iterable[Problem]) -> None:
@@ -333,7 +402,7 @@ class SourceWatcher:
 
     def _post(self, problem: Problem) -> None:
         if self._events is not None:
-            self._events.record(problem.ref, INVALID_REASON, f"{problem.field}: {problem.message}")
+            self._events.record(problem.ref, problem.reason, f"{problem.field}: {problem.message}")
 
     async def _follow_writer(self) -> None:
         """Catch up (`request_status_sweep`) whenever write_status() turns true."""

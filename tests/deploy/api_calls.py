@@ -27,10 +27,10 @@ from shardsync.objects import Resource
 PACKAGE = Path(__file__).resolve().parents[2] / "shardsync"
 EXCLUDED = (PACKAGE / "local",)
 # The plumbing that carries its caller's resource (counted at the caller), and the generic source watcher,
-# whose informers (and the probes for a kind's CRD, a list) take the resources of the source table (counted
-# by `table_access`).
+# whose informers (and the probes for a kind's CRD, a list; the lists reading forgotten objects again,
+# sources.refetch) take the resources of the source table (counted by `table_access`).
 PLUMBING = (PACKAGE / "kube.py", PACKAGE / "informer.py")
-TABLE_DRIVEN = (PACKAGE / "sources" / "watcher.py",)
+TABLE_DRIVEN = (PACKAGE / "sources" / "watcher.py", PACKAGE / "sources" / "refetch.py")
 TABLE_VERBS = frozenset({"informer", "list"})
 
 # The kube verb → the RBAC verbs it needs.

@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 BASE = DEPLOY / "base"
 RFC2136 = DEPLOY / "examples" / "rfc2136"
+AWS = DEPLOY / "examples" / "aws"
 MONITORING = DEPLOY / "examples" / "monitoring"
-KUSTOMIZATIONS = (BASE, RFC2136, MONITORING)
+KUSTOMIZATIONS = (BASE, RFC2136, AWS, MONITORING)
 
 NAMESPACE = "shardsync"
 STATEFULSET = "shardsync"

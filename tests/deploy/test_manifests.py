@@ -13,6 +13,7 @@ from prometheus_client import REGISTRY
 
 import shardsync
 import shardsync.ownership.metrics  # registers the ownership metrics
+import shardsync.providers.aws.api  # registers the aws provider's metrics (imported only with --provider=aws)
 import shardsync.replica
 from shardsync.config import timings_of
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
@@ -228,6 +229,21 @@ def test_rfc2136_example_changes_only_the_provider(base: list[Obj], rfc2136: lis
     assert m.provider_args(example_args)[0] == "--provider=rfc2136"
     strip = {"StatefulSet"}
     assert [o for o in base if o["kind"] not in strip] == [o for o in rfc2136 if o["kind"] not in strip]
+
+
+def test_aws_example_changes_only_the_provider_and_the_service_accounts_role(base: list[Obj]) -> None:
+    aws = m.rendered(m.AWS)
+    base_args, example_args = m.container(base)["args"], m.container(aws)["args"]
+    assert [a for a in example_args if a not in m.provider_args(example_args)] == [
+        a for a in base_args if a not in m.provider_args(base_args)
+    ]
+    assert m.provider_args(example_args)[0] == "--provider=aws"
+    settings = m.settings_for(example_args, POD_ENV)
+    assert settings.provider == "aws"
+    account = m.find(aws, "ServiceAccount", "shardsync")
+    assert "eks.amazonaws.com/role-arn" in account["metadata"]["annotations"]
+    strip = {"StatefulSet", "ServiceAccount"}
+    assert [o for o in base if o["kind"] not in strip] == [o for o in aws if o["kind"] not in strip]
 
 
 # -- the monitoring component -----------------------------------------------------------------------------

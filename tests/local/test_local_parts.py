@@ -19,7 +19,8 @@ from shardsync.local.children import Child, ChildFailed
 from shardsync.local.infra import LocalOptions
 from shardsync.local.launcher import Launcher
 from shardsync.local.table import ReplicaSnapshot, progress, render
-from shardsync.objects import STATEFULSETS
+from shardsync.objects import STATEFULSETS, object_key
+from shardsync.sources import gateway as gw
 from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints
 from shardsync.sources.service import SERVICES, service_endpoints
 from tests.waits import eventually_sync
@@ -44,6 +45,25 @@ def test_seeded_objects_ask_for_records_in_every_zone(apiserver: ApiServer) -> N
     for zone in ZONES:
         assert {f"web.{zone}", f"app-0.{zone}", f"app-1.{zone}", f"app-2.{zone}"} <= names
     assert len(names) == len(ZONES) * 4
+
+
+def test_gateway_sources_seed_a_gateway_and_routes_in_every_zone(apiserver: ApiServer) -> None:
+    kube = BlockingKube(apiserver.api_client())
+    assert seed.seed_gateway_routes(kube, ZONES, ["service", "crd"]) == 0  # no gateway-* kind: nothing
+    sources = ["gateway-httproute", "gateway-tcproute"]
+    assert seed.seed_gateway_routes(kube, ZONES, sources) == 2 * len(ZONES)
+    served = seed.gateway_resources()
+    gateways = {object_key(o): o for o in kube.list(served["gateways"], namespace=seed.NAMESPACE)["items"]}
+    view = gw.Gateways(gateways, {})
+    names = set()
+    for route in (gw.HTTP, gw.TCP):
+        for obj in kube.list(served[route.resource.plural], namespace=seed.NAMESPACE)["items"]:
+            result = gw.route_endpoints(obj, route, view)
+            assert result.problems == []
+            names |= {(e.dns_name, e.targets) for e in result.endpoints}
+    address = seed.address((1 << 17) - 1)
+    assert names == {(f"{k}.{zone}", (address,)) for k in ("httproute", "tcproute") for zone in ZONES}
+    assert served["tcproutes"].version == "v1alpha2"  # what the shipped CRD serves
 
 
 def test_statefulset_is_created_then_scaled(apiserver: ApiServer) -> None:

@@ -25,20 +25,19 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from bench import observe
 from bench.audit import overlapping_writes
-from bench.cluster import OWNER_ID, Cluster, ClusterSpec, Replica, zone_names
+from bench.cluster import Cluster, ClusterSpec, Replica, zone_names
+from bench.records import Record, actual_records, desired_by_zone
 from shardsync.durations import format_duration
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.local import seed
 from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.providers.fake.audit import AuditEntry
-from shardsync.registry import parse_labels
 from shardsync.sharding.timings import Timings
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES
@@ -80,54 +79,6 @@ def replica_flags(
 
 def identity(ordinal: int) -> str:
     return f"{seed.STATEFULSET}-{ordinal}"
-
-
-def user_agent_of(identity: str) -> str:
-    """The substring of a replica's User-Agent that selects it alone."""
-    return f"({identity})"
-
-
-# ---- the desired records ------------------------------------------------------------------------------
-
-
-Record = tuple[str, str, tuple[str, ...]]  # (name, type, sorted targets) for A; (name, "TXT", labels) for TXT
-
-
-def expected_records(services: Iterable[dict[str, Any]], endpoints: Iterable[dict[str, Any]]) -> set[Record]:
-    """What the seeded objects ask for: the A records, and beside each the typed TXT ownership record
-    external-dns writes (`a-<name>`, heritage, our owner id, the object as resource)."""
-    out: set[Record] = set()
-
-    def add(name: str, targets: Iterable[str], resource: str) -> None:
-        out.add((name, "A", tuple(sorted(targets))))
-        labels = f"external-dns/owner={OWNER_ID},external-dns/resource={resource}"
-        out.add((f"a-{name}", "TXT", (labels,)))
-
-    for svc in services:
-        meta = svc["metadata"]
-        hostname = meta["annotations"][seed.HOSTNAME_ANNOTATION]
-        add(hostname, svc["spec"]["externalIPs"], f"service/{seed.NAMESPACE}/{meta['name']}")
-    for obj in endpoints:
-        for ep in obj["spec"]["endpoints"]:
-            add(ep["dnsName"], ep["targets"], f"crd/{seed.NAMESPACE}/{obj['metadata']['name']}")
-    return out
-
-
-def actual_records(records: Iterable[Endpoint]) -> set[Record]:
-    """A zone's records in the same form (TXT ownership contents reduced to their labels)."""
-    out: set[Record] = set()
-    for ep in records:
-        if ep.record_type == "TXT":
-            labels = parse_labels(ep.targets[0]) if ep.targets else None
-            text = ",".join(f"external-dns/{k}={v}" for k, v in sorted((labels or {}).items()))
-            out.add((ep.dns_name, "TXT", (text if labels is not None else f"foreign:{ep.targets}",)))
-        else:
-            out.add((ep.dns_name, ep.record_type, tuple(sorted(ep.targets))))
-    return out
-
-
-def zone_of(record: Record, zones: Collection[str]) -> str:
-    return next(z for z in zones if record[0].endswith("." + z))
 
 
 # ---- readings -----------------------------------------------------------------------------------------
@@ -404,13 +355,7 @@ class Harness:
 
     def desired(self) -> dict[str, set[Record]]:
         """zone -> the records the Services and DNSEndpoints in the API ask for now."""
-        services = self.cluster.kube.list(SERVICES, namespace=seed.NAMESPACE)
-        endpoints = self.cluster.kube.list(DNS_ENDPOINTS, namespace=seed.NAMESPACE)
-        records = expected_records(services["items"], endpoints["items"])
-        out: dict[str, set[Record]] = {z: set() for z in self.zones}
-        for record in records:
-            out[zone_of(record, self.zones)].add(record)
-        return out
+        return desired_by_zone(self.cluster.kube, self.zones)
 
     def record_problems(self, zones: Iterable[str] | None = None) -> list[str]:
         """Zones whose records differ from what the objects ask for, and how."""

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from bench import observe
+from bench.chaos.executor import user_agent_of
 from tests.multiprocess.conftest import StartCluster
 from tests.multiprocess.harness import (
     FENCE_AFTER,
@@ -24,7 +25,6 @@ from tests.multiprocess.harness import (
     handoff_gaps,
     overlaps,
     replica_entries,
-    user_agent_of,
     wait_for,
     writes_ok,
 )

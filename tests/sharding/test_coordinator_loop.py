@@ -155,3 +155,40 @@ async def test_a_released_lease_is_taken_within_a_fraction_of_a_renew_interval(a
         await leader.release()
         took = await wait_for(successor.is_leader, 2.0, "the successor")
         assert took < 1.0
+
+
+async def test_a_corrupt_assignment_keeps_the_last_good_generation_until_the_coordinator_rewrites_it(
+    apiserver: ApiServer,
+) -> None:
+    # The fuzz tests (tests/fuzz) feed the watch every kind of corrupt ConfigMap; this is the end of the
+    # story: the replicas keep the last good generation and the coordinator writes a newer one over it.
+    async with kubes(apiserver, "q0", "q1", "admin") as clients, AsyncExitStack() as stack:
+        admin = clients[-1]
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)
+        watches = []
+        for index in range(2):
+            site = Site(clients[index], NAMESPACE, INSTANCE, f"q{index}", TIMINGS)
+            members, watch = MemberLoop(site), AssignmentWatch(site)
+            watches.append(watch)
+            for task in (members.run, watch.run, CoordinatorLoop(site, members, watch).run):
+                tg.start_soon(task)
+        good = await stored_with(admin, {"q0", "q1"})
+        await wait_for(lambda: all(w.current == good for w in watches), 5, "both see the first generation")
+
+        body = await read(admin, CONFIGMAPS, configmap_name(INSTANCE))
+        body["data"] = {"assignment.json": '{"version": 1, "generation": "ten", ' + "x" * 100_000}
+        await admin.replace(CONFIGMAPS, configmap_name(INSTANCE), body, namespace=NAMESPACE)
+        with anyio.fail_after(10):
+            while True:
+                fresh = await admin.get(CONFIGMAPS, configmap_name(INSTANCE), namespace=NAMESPACE)
+                try:
+                    rewritten = Assignment.from_configmap_data((fresh or {}).get("data"))
+                    break
+                except ValueError:
+                    assert all(
+                        w.current is not None and w.current.generation >= good.generation for w in watches
+                    )
+                    await anyio.sleep(0.05)
+        assert rewritten.generation > good.generation
+        assert {m.identity for m in rewritten.members} == {"q0", "q1"}

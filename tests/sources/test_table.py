@@ -12,7 +12,7 @@ import pytest
 from shardsync import config
 from shardsync.flags import ConfigError
 from shardsync.objects import ObjectRef
-from shardsync.sources import crd, ingress, service
+from shardsync.sources import crd, gateway, ingress, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext
 from shardsync.sources.table import COMMON, SOURCES, event_ref, flag_groups
@@ -35,7 +35,16 @@ SAMPLES: dict[str, dict[str, Any]] = {
 
 
 def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
-    assert list(SOURCES) == ["service", "ingress", "crd"]
+    assert list(SOURCES) == [
+        "service",
+        "ingress",
+        "crd",
+        "gateway-httproute",
+        "gateway-grpcroute",
+        "gateway-tlsroute",
+        "gateway-tcproute",
+        "gateway-udproute",
+    ]
     assert [kind.name for kind in SOURCES.values()] == list(SOURCES)
     assert tuple(SOURCES) == config.SOURCES
     [source_flag] = [f for f in config.FLAGS if f.name == "sources"]
@@ -48,6 +57,10 @@ def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
     )
     assert SOURCES["ingress"].watches == (ingress.INGRESSES,)
     assert SOURCES["crd"].watches == (crd.DNS_ENDPOINTS,) and SOURCES["crd"].crd is not None
+    for route in (gateway.HTTP, gateway.GRPC, gateway.TLS, gateway.TCP, gateway.UDP):
+        kind = SOURCES[f"gateway-{route.label}"]
+        assert kind.watches == (route.resource, gateway.GATEWAYS, gateway.NAMESPACES)
+        assert kind.crd is not None and kind.resource_kind == route.label
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
@@ -80,10 +93,11 @@ def test_event_ref_of_a_resource_label(label: str, want: ObjectRef | None) -> No
 
 def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> None:
     twin = dataclasses.replace(SOURCES["ingress"], name="ingress-twin")
-    assert flag_groups({**SOURCES, twin.name: twin}) == (COMMON, service.FLAGS, ingress.FLAGS)
+    expected = (COMMON, service.FLAGS, ingress.FLAGS, gateway.FLAGS)  # the five gateway kinds share one
+    assert flag_groups({**SOURCES, twin.name: twin}) == expected
     groups = config.flag_groups()
-    assert groups[-3:] == (COMMON, service.FLAGS, ingress.FLAGS)
-    assert [g.name for g in groups[: -len(flag_groups())]] == ["core", "fake", "rfc2136", "webhook"]
+    assert groups[-4:] == expected
+    assert [g.name for g in groups[: -len(flag_groups())]] == ["core", "aws", "fake", "rfc2136", "webhook"]
 
 
 def parse(argv: list[str]) -> config.Settings:

@@ -291,3 +291,62 @@ async def test_initial_sync_translates_each_service_once(
         assert touched == {ZONE}
         assert translated == ["s3"]
         assert h.records()[("s3-0.s3.ex.com", "A")] == ("203.0.113.9",)
+
+
+async def test_restricted_index_translates_again_what_a_gained_zone_needs(apiserver: ApiServer) -> None:
+    """Per-shard state: a zone gained after the objects were translated gets them from the slim caches."""
+    async with watching(apiserver, restricted=True) as h:
+        h.desired.keep(OTHER)
+        web = service("web", {HOSTNAME: "www.ex.com,www.other.org"}, externalIPs=["192.0.2.1"])
+        await h.change(blocking(h.core.create_namespaced_service, "default", web))
+        assert h.records() == {}  # ex.com not held
+        assert h.records(OTHER) == {("www.other.org", "A"): ("192.0.2.1",)}
+
+        h.desired.keep(ZONE)
+        assert not h.desired.ready(ZONE)
+        await eventually(lambda: h.desired.ready(ZONE))
+        assert h.records() == {("www.ex.com", "A"): ("192.0.2.1",)}
+
+        h.desired.drop(ZONE)
+        assert h.records() == {}
+
+
+async def test_restricted_index_forgets_objects_held_nowhere_and_reads_them_again(
+    apiserver: ApiServer,
+) -> None:
+    """Per-shard state: a Service whose records all fall in zones not held leaves the cache; gaining its zone
+    reads it back from the API server; a change or deletion while forgotten still arrives by the watch."""
+    async with watching(apiserver, restricted=True) as h:
+        h.desired.keep(OTHER)
+        services = h.watcher.informers["services"]
+        web = service("web", {HOSTNAME: "www.ex.com"}, externalIPs=["192.0.2.1"])
+        await h.change(blocking(h.core.create_namespaced_service, "default", web))
+        assert "default/web" not in services.cache and "default/web" in services.forgotten
+
+        patch = {"metadata": {"annotations": {TARGET: "192.0.2.7"}}}
+        await h.change(blocking(h.core.patch_namespaced_service, "web", "default", patch))
+        assert "default/web" in services.forgotten  # translated, still held nowhere: forgotten again
+
+        h.desired.keep(ZONE)
+        await eventually(lambda: h.desired.ready(ZONE))
+        assert h.records() == {("www.ex.com", "A"): ("192.0.2.7",)}
+        assert "default/web" in services.cache
+
+        h.desired.drop(ZONE)  # freed: forgotten at once
+        assert "default/web" in services.forgotten
+        await blocking(h.core.delete_namespaced_service, "web", "default")
+        await eventually(lambda: "default/web" not in services.forgotten)
+        h.desired.keep(ZONE)
+        assert h.desired.ready(ZONE) and h.records() == {}
+
+
+async def test_objects_translated_before_any_zone_is_held_are_forgotten_once_zones_are(
+    apiserver: ApiServer,
+) -> None:
+    async with watching(apiserver, restricted=True) as h:
+        services = h.watcher.informers["services"]
+        web = service("web", {HOSTNAME: "www.ex.com"}, externalIPs=["192.0.2.1"])
+        await h.change(blocking(h.core.create_namespaced_service, "default", web))
+        assert "default/web" in services.cache  # nothing held yet: what will be is not known
+        h.desired.keep(OTHER)
+        await eventually(lambda: "default/web" in services.forgotten)

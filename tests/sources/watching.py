@@ -20,6 +20,7 @@ from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.sources.kind import SourceKind
+from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from tests.waits import eventually
@@ -169,11 +170,13 @@ async def watching(
     write_status: Callable[[], bool] = lambda: True,
     wait_synced: bool = True,
     table: Mapping[str, SourceKind[Any]] = SOURCES,
+    restricted: bool = False,
+    policy_annotation: str = "",
 ) -> AsyncIterator[Harness]:
     api = apiserver.api_client()
     watcher_api = apiserver.api_client(user_agent="shardsync-watcher")
     kube = Kube(watcher_api)
-    desired = DesiredIndex([ZONE, OTHER])
+    desired = DesiredIndex([ZONE, OTHER], restricted=restricted)
     dirty: list[set[str]] = []
     recorder = EventRecorder(kube, "test-replica")
     watcher = SourceWatcher(
@@ -184,6 +187,7 @@ async def watching(
         recorder,
         write_status=write_status,
         table=table,
+        policy=NamespacePolicy.configured(kube, policy_annotation),
     )
     try:
         async with anyio.create_task_group() as tg:

@@ -192,3 +192,70 @@ async def test_dry_run_writes_nothing() -> None:
     assert names(store) == {}
     assert store.audit() == []
     assert store.fence_of(ZONE) is None
+
+
+async def test_a_throttled_zone_backs_off_at_least_as_long_as_the_provider_asked() -> None:
+    store = FakeStore(faults=Faults(throttle_next=1))
+    store.add_zone(ZONE)
+    worker = make(store, DesiredIndex([ZONE]), max_backoff=30)
+    worker.own(ZONE)
+    # the injected throttle says Retry-After 1 s; the worker's own first back-off is about 0.5 s
+    assert await worker._reconcile_guarded(ZONE) == 1.0
+    assert worker.statuses[ZONE].last_error.startswith("throttled")
+    assert await worker._reconcile_guarded(ZONE) is None
+
+
+async def test_a_gained_zone_is_planned_only_once_its_desired_endpoints_are_rebuilt() -> None:
+    """Per-shard state (desired.py): owning a zone whose objects were dropped asks for them again; until
+    they are back the zone is not planned, so its records are not deleted as if nothing were desired."""
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE], restricted=True)
+    web = [svc("web", "www.ex.com", "192.0.2.1")]
+    desired.keep(ZONE)
+    desired.set_object("service/default/web", web)
+    worker = make(store, desired)
+    async with running(worker):
+        worker.own(ZONE)
+        await eventually(lambda: ("www.ex.com", "A") in names(store))
+        await worker.release(ZONE)
+        assert desired.desired(ZONE) == []  # freed
+        asked: list[set[str]] = []
+        desired.on_rebuild = asked.append
+        worker.own(ZONE)
+        assert asked == [{"service/default/web"}]
+        await anyio.sleep(0.3)  # several rebuild waits: the zone is looked at, never planned
+        assert worker.statuses[ZONE].syncs == 0
+        assert ("www.ex.com", "A") in names(store)
+        worker.mark_dirty(desired.set_object("service/default/web", web))
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
+        assert names(store)[("www.ex.com", "A")] == ("192.0.2.1",)
+
+
+async def test_an_unchanged_zone_is_not_planned_again_but_a_changed_read_is() -> None:
+    """The steady-state check: the same records read and the same desired endpoints skip the plan; a record
+    changed behind our back (another writer) changes the read, and the zone is repaired."""
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    worker = make(store, desired)
+
+    def ours() -> int:
+        return len([e for e in store.audit() if e.op == "apply" and e.writer == "r0"])
+
+    async with running(worker):
+        worker.own(ZONE)
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 1)
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 2)
+        assert ZONE in worker._unchanged  # that plan had nothing to do: the next same read skips it
+        writes = ours()
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: worker.statuses[ZONE].syncs >= 3)
+        assert ours() == writes
+        [record] = [e for e in store.peek(ZONE) if e.record_type == "A"]
+        store.apply(ZONE, Changes(delete=[record]), writer="someone-else")
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.1",))
+        assert ours() == writes + 1

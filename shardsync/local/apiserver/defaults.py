@@ -60,13 +60,17 @@ def service(
         spec.setdefault("ipFamilies", ["IPv4"])
         spec.setdefault("ipFamilyPolicy", "SingleStack")
         spec.setdefault("internalTrafficPolicy", "Cluster")
+    # A LoadBalancer may opt out of node ports (spec.allocateLoadBalancerNodePorts: false), as in Kubernetes.
+    node_ports = svc_type == "NodePort" or (
+        svc_type == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False
+    )
     old_ports = {p.get("port"): p for p in old_spec.get("ports") or [] if isinstance(p, dict)}
     ports = []
     for raw in spec.get("ports") or []:
         port = dict(raw)
         port.setdefault("protocol", "TCP")
         port.setdefault("targetPort", port.get("port"))
-        if svc_type in ("NodePort", "LoadBalancer") and not port.get("nodePort"):
+        if node_ports and not port.get("nodePort"):
             port["nodePort"] = old_ports.get(port.get("port"), {}).get("nodePort") or _free_port(used_ports)
         ports.append(port)
     if "ports" in spec:
@@ -151,13 +155,15 @@ def on_write(
     resource: Resource,
     obj: dict[str, Any],
     old: dict[str, Any] | None,
-    services: Iterable[dict[str, Any]] = (),
+    allocations: tuple[set[str], set[int]] | None = None,
 ) -> dict[str, Any]:
-    """Applies the kind's defaults to an object about to be stored by a create (old=None) or an update."""
+    """Applies the kind's defaults to an object about to be stored by a create (old=None) or an update.
+    `allocations`: the cluster IPs and node ports Services hold (`used_allocations`); a Service's new
+    ones are added to them."""
     if resource.custom:
         return obj
     if resource.kind == "Service":
-        ips, ports = used_allocations(services)
+        ips, ports = allocations if allocations is not None else (set(), set())
         return service(obj, old, ips, ports)
     if resource.kind == "Secret":
         return secret(obj)

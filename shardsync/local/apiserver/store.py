@@ -12,7 +12,7 @@ import base64
 import builtins
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +33,8 @@ from shardsync.local.apiserver.errors import (
 from shardsync.local.apiserver.field_selectors import FieldSelector, field_values
 from shardsync.local.apiserver.resources import CRD_KEY, NAMESPACE_KEY, Resource, ResourceTable
 from shardsync.selectors import Selector
+
+SERVICES_KEY = "/services"
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Obj = dict[str, Any]
@@ -93,6 +95,7 @@ class Store:
         self._rv = 0
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
         self._events: deque[Event] = deque(maxlen=window)
+        self._allocated: tuple[set[str], set[int]] | None = None  # see _allocations
         ns = self.table.lookup("", "v1", "namespaces")
         assert ns is not None
         for name in INITIAL_NAMESPACES:
@@ -158,7 +161,7 @@ class Store:
         with self._lock:
             new = m.prepare_create(res, body, namespace if res.namespaced else None)
             new = defaults.initial_status(res, new)
-            new = defaults.on_write(res, new, None, self._services(res))
+            new = defaults.on_write(res, new, None, self._allocations(res))
             name = m.metadata(new)["name"]
             if res.namespaced:
                 self._check_namespace_open(str(namespace), name)
@@ -217,7 +220,7 @@ class Store:
             if wanted_rv and str(wanted_rv) != cur_meta.get("resourceVersion"):
                 raise conflict(res.group_resource, name, STALE)
             new = m.prepare_update(res, current, candidate, subresource)
-            new = defaults.on_write(res, new, current, self._services(res))
+            new = defaults.on_write(res, new, current, self._allocations(res))
             if res.key == CRD_KEY:
                 self.table.check_crd(new)
             new = m.with_resource_version(new, int(cur_meta.get("resourceVersion") or 0))
@@ -286,8 +289,14 @@ class Store:
 
     # -- internals (lock held) -----------------------------------------------------------------------------
 
-    def _services(self, res: Resource) -> Iterable[Obj]:
-        return self._objects.get("/services", {}).values() if res.key == "/services" else ()
+    def _allocations(self, res: Resource) -> tuple[set[str], set[int]]:
+        """Cluster IPs and node ports taken, for a Service write (kept between creates: rescanning every
+        Service per create made seeding tens of thousands of them quadratic)."""
+        if res.key != SERVICES_KEY:
+            return set(), set()
+        if self._allocated is None:
+            self._allocated = defaults.used_allocations(self._objects.get(SERVICES_KEY, {}).values())
+        return self._allocated
 
     def _check_namespace_open(self, namespace: str, name: str) -> None:
         ns = self._objects.get(NAMESPACE_KEY, {}).get(("", namespace))
@@ -306,6 +315,13 @@ class Store:
         ns, name = _key_of(new)
         self._objects.setdefault(res.key, {})[(ns, name)] = new
         self._events.append(Event(self._rv, kind, res.key, ns, new, old))
+        if res.key == SERVICES_KEY and self._allocated is not None:
+            if old is None:
+                ips, ports = defaults.used_allocations((new,))
+                self._allocated[0].update(ips)
+                self._allocated[1].update(ports)
+            else:
+                self._allocated = None  # an update may free an allocation: counted afresh at the next write
         if res.key == CRD_KEY:
             self.table.register(new)
         self.changed.notify_all()
@@ -322,6 +338,8 @@ class Store:
     def _remove(self, res: Resource, obj: Obj) -> Obj:
         ns, name = _key_of(obj)
         self._objects.get(res.key, {}).pop((ns, name), None)
+        if res.key == SERVICES_KEY:
+            self._allocated = None
         self._rv += 1
         gone = m.with_resource_version(obj, self._rv)
         self._events.append(Event(self._rv, "DELETED", res.key, ns, gone, None))

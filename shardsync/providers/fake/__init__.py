@@ -8,7 +8,8 @@ store, or a shared `shardsync fake-provider`); everything else is imported from 
 - seed.py: the layout of seeded zones and records;
 - store.py: `FakeStore`, zones, records and fences under one lock, shared by both faces below;
 - provider.py: `FakeProvider`, the store in this process;
-- server.py: the store over HTTP (native API and webhook face), and the `shardsync fake-provider` command;
+- profile.py: `Profile`, a real API's documented rules the store enforces (`--profile route53`);
+- server.py: the store over HTTP (native API and webhook face); command.py: `shardsync fake-provider`;
 - client.py: `FakeHTTPProvider`, a replica's client of that server, and `FakeAdmin`, its admin client.
 """
 

@@ -4,7 +4,8 @@
 over the server's native API (server.py), identified as the replica (`identity`), so the server's
 per-client limits and its write audit see each replica apart. It does not retry: the worker does, with
 backoff. Answers map to base.py's errors: 429 → ThrottledError, 409 → FencedError, 422 →
-BatchRejectedError (the batch was refused for its content, nothing applied), connection failure or
+BatchRejectedError (the batch was refused for its content, nothing applied); a 429's Retry-After becomes
+the error's `retry_after`; listings follow the server's pages, connection failure or
 timeout → UnreachableError, anything else → ProviderError carrying the server's message.
 
 `FakeAdmin` is a small synchronous client for tests, `shardsync local` and the bench: seed zones, set
@@ -16,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 import orjson
@@ -26,13 +27,15 @@ from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
     FenceToken,
+    Pacer,
     ProviderError,
-    ThrottledError,
     UnreachableError,
+    unpaced,
 )
 from shardsync.providers.fake.audit import AuditEntry
 from shardsync.providers.fake.faults import Faults
-from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.limits import FakeThrottledError, Limits
+from shardsync.providers.fake.profile import Profile, profile_from_json
 from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
 
 DEFAULT_TIMEOUT = 10.0
@@ -54,12 +57,19 @@ def _raise_for(resp: httpx.Response, what: str) -> None:
         return
     text = f"{what}: {resp.status_code} {_message(resp)}"
     if resp.status_code == 429:
-        raise ThrottledError(text)
+        raise FakeThrottledError(text, retry_after=_retry_after(resp))
     if resp.status_code == 409:
         raise FencedError(text)
     if resp.status_code == 422:
         raise BatchRejectedError(text)
     raise ProviderError(text)
+
+
+def _retry_after(resp: httpx.Response) -> float:
+    try:
+        return max(0.0, float(resp.headers.get("Retry-After", "1")))
+    except ValueError:
+        return 1.0
 
 
 def _zone_path(zone: str, tail: str) -> str:
@@ -71,6 +81,11 @@ def _endpoints(items: Any, what: str) -> list[Endpoint]:
         return [Endpoint.from_json(item) for item in items]
     except (InvalidEndpoint, TypeError) as exc:
         raise ProviderError(f"{what}: bad record in answer: {exc}") from exc
+
+
+def _profile_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("name", "accountRate", "accountBurst", "processing")
+    return {k: data[k] for k in keys if data.get(k) is not None}
 
 
 class FakeHTTPProvider:
@@ -89,6 +104,7 @@ class FakeHTTPProvider:
     ) -> None:
         self.url = url.rstrip("/")
         self.identity = identity
+        self.pacer: Pacer = unpaced  # awaited before each listing page after the first (base.MultiRequest)
         self._timeout = timeout
         self._http = httpx.AsyncClient(
             base_url=self.url,
@@ -114,9 +130,19 @@ class FakeHTTPProvider:
         return [str(z) for z in resp.json()["zones"]]
 
     async def records(self, zone: str) -> list[Endpoint]:
+        """Every record of the zone, page by page when the server's profile pages listings."""
         path = _zone_path(zone, "records")
-        resp = await self._request("GET", path)
-        return _endpoints(resp.json()["records"], f"fake provider GET {path}")
+        out: list[Endpoint] = []
+        after: Any = None
+        while True:
+            if after is not None:
+                await self.pacer("records")
+            query = "" if after is None else "?" + urlencode({"after": orjson.dumps(after).decode()})
+            data = (await self._request("GET", path + query)).json()
+            out.extend(_endpoints(data["records"], f"fake provider GET {path}"))
+            after = data.get("next")
+            if after is None:
+                return out
 
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
         body = {
@@ -183,7 +209,22 @@ class FakeAdmin:
 
     def records(self, zone: str) -> list[Endpoint]:
         path = _zone_path(zone, "records")
-        return _endpoints(self._request("GET", path).json()["records"], path)
+        out: list[Endpoint] = []
+        params: dict[str, Any] = {}
+        while True:
+            data = self._request("GET", path, **params).json()
+            out.extend(_endpoints(data["records"], path))
+            if data.get("next") is None:
+                return out
+            params = {"after": orjson.dumps(data["next"]).decode()}
+
+    def profile(self) -> Profile:
+        return profile_from_json(_profile_fields(self._request("GET", "/v1/admin/profile").json()))
+
+    def set_profile(self, name: str, **fields: Any) -> Profile:
+        """Put the named profile in force, with accountRate, accountBurst or processing replaced."""
+        body = {"name": name, **fields}
+        return profile_from_json(_profile_fields(self._request("POST", "/v1/admin/profile", body).json()))
 
     def fence(self, zone: str) -> FenceToken | None:
         text = self._request("GET", _zone_path(zone, "fence")).json()["fence"]

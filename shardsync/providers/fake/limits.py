@@ -29,9 +29,10 @@ ANONYMOUS = "anonymous"  # the client of a call that does not name itself
 class FakeThrottledError(ThrottledError):
     """Throttled, with the number of seconds after which a retry may succeed (sent as Retry-After)."""
 
+    retry_after: float
+
     def __init__(self, message: str, retry_after: float = 1.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+        super().__init__(message, retry_after)
 
 
 @dataclass(frozen=True, slots=True)

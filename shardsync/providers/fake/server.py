@@ -1,4 +1,4 @@
-"""The fake provider as an HTTP server that several processes share (`shardsync fake-provider`).
+"""The fake provider as an HTTP server that several processes share (`shardsync fake-provider`, command.py).
 
 It serves one FakeStore through two faces on one port.
 
@@ -6,7 +6,9 @@ Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself
 `X-Shardsync-Client`; per-client limits are keyed on it.
 
 - `GET /v1/zones` → `{"zones": [...]}`
-- `GET /v1/zones/{zone}/records` → `{"records": [Endpoint JSON...]}`
+- `GET /v1/zones/{zone}/records[?after=KEY&limit=N]` → `{"records": [Endpoint JSON...], "next": KEY or null}`:
+  one page (all records unless the profile or `limit` cuts it); KEY is the JSON [name, type, set id] of the
+  last record returned, passed back as `after` for the next page
 - `POST /v1/zones/{zone}/changes` with `{"changes": Changes JSON, "fence": token text or null, "writer",
   "generation"}` → 204
 - `POST /v1/zones/{zone}/fence` with `{"token": token text, "writer"}` → 204
@@ -17,12 +19,14 @@ Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself
   (POST changes the fields given)
 - `GET|POST /v1/admin/faults`: `{"throttleNext", "throttleRatio", "failRecords", "failZones", "seed"}`
   (POST replaces them all)
+- `GET|POST /v1/admin/profile`: `{"name", "accountRate", "accountBurst", "processing"}` (POST: the named
+  profile, see profile.py, with the other fields given replacing its own)
 - `POST /v1/admin/seed` with `{"zones": N, "recordsPerZone": R}` → `{"zones": [...]}`
 - `POST /v1/admin/zones` with `{"zone": name, "records": [Endpoint JSON...]}` → 204 (adds or replaces)
 
 Errors answer `{"error": kind, "message": text}`: 400 bad request, 404 unknown zone, 409 fenced,
-422 batch rejected for its content (nothing applied), 429 throttled (with Retry-After), 500 injected zone
-failure or unexpected error.
+422 batch rejected for its content (nothing applied), 429 throttled or prior-request-not-complete (with
+Retry-After), 500 injected zone failure or unexpected error.
 
 Webhook face: external-dns's webhook provider protocol at the root, media type
 `application/external.dns.webhook+json;version=1`: `GET /` negotiates and returns the domain filter
@@ -36,16 +40,13 @@ Admin and audit calls pass no gate; provider calls pay latency and limits. Each 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
-import signal
 import socket
 import threading
 from collections.abc import Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import FrameType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -53,7 +54,6 @@ import orjson
 
 from shardsync import logs
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
-from shardsync.flags import duration
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -62,7 +62,8 @@ from shardsync.providers.base import (
     ThrottledError,
 )
 from shardsync.providers.fake.faults import Faults
-from shardsync.providers.fake.limits import ANONYMOUS, Limits
+from shardsync.providers.fake.limits import ANONYMOUS
+from shardsync.providers.fake.profile import PriorRequestNotCompleteError, profile_from_json
 from shardsync.providers.fake.store import FakeStore, UnknownZoneError
 from shardsync.providers.httpclient import CLIENT_HEADER
 
@@ -162,7 +163,10 @@ class _Handler(BaseHTTPRequestHandler):
             reply = self._route(method, parts, query, body)
         except ThrottledError as exc:
             retry = float(getattr(exc, "retry_after", 1.0))
-            reply = _error(429, "throttled", str(exc), {"Retry-After": str(max(1, math.ceil(retry)))})
+            kind = (
+                "prior-request-not-complete" if isinstance(exc, PriorRequestNotCompleteError) else "throttled"
+            )
+            reply = _error(429, kind, str(exc), {"Retry-After": str(max(1, math.ceil(retry)))})
         except FencedError as exc:
             reply = _error(409, "fenced", str(exc))
         except UnknownZoneError as exc:
@@ -237,7 +241,10 @@ class _Handler(BaseHTTPRequestHandler):
             case "GET", ["v1", "zones"]:
                 return _Reply(200, {"zones": store.zones(self._client)})
             case "GET", ["v1", "zones", zone, "records"]:
-                return _Reply(200, {"records": [r.to_json() for r in store.records(zone, self._client)]})
+                after = _key(query.get("after"))
+                limit = _optional_int(query.get("limit"))
+                page, nxt = store.records_page(zone, self._client, after=after, limit=limit)
+                return _Reply(200, {"records": [r.to_json() for r in page], "next": nxt and list(nxt)})
             case "POST", ["v1", "zones", zone, "changes"]:
                 data = _object(body)
                 store.apply(
@@ -283,6 +290,14 @@ class _Handler(BaseHTTPRequestHandler):
                 except ValueError as exc:
                     raise BadRequest(str(exc)) from exc
                 return _Reply(200, store.faults.to_json())
+            case "GET", ["v1", "admin", "profile"]:
+                return _Reply(200, store.profile.to_json())
+            case "POST", ["v1", "admin", "profile"]:
+                try:
+                    store.set_profile(profile_from_json(_object(body)))
+                except ValueError as exc:
+                    raise BadRequest(str(exc)) from exc
+                return _Reply(200, store.profile.to_json())
             case "POST", ["v1", "admin", "seed"]:
                 data = _object(body)
                 count = _optional_int(data.get("zones")) or 0
@@ -313,6 +328,15 @@ def _optional_int(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError) as exc:
         raise BadRequest(f"not an integer: {value!r}") from exc
+
+
+def _key(value: str | None) -> tuple[str, str, str] | None:
+    if value is None:
+        return None
+    key = orjson.loads(value)
+    if not (isinstance(key, list) and len(key) == 3 and all(isinstance(k, str) for k in key)):
+        raise BadRequest(f"after: not a JSON [name, type, set id]: {value!r}")
+    return (key[0], key[1], key[2])
 
 
 def _token(value: Any) -> FenceToken | None:
@@ -369,56 +393,3 @@ class FakeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-# ---- command line: shardsync fake-provider ----
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: any free one ({DEFAULT_PORT})")
-    parser.add_argument("--zones", type=int, default=0, help="seed zones zone-0000.example ... (default 0)")
-    parser.add_argument("--records-per-zone", type=int, default=0, help="A records seeded per zone")
-    parser.add_argument("--latency", type=duration, default=0.0, help="per-call latency, e.g. 20ms")
-    parser.add_argument("--rate-limit", type=float, default=0.0, help="calls/s per client (0: none)")
-    parser.add_argument("--burst", type=int, default=0, help="rate limit bucket size (0: one second's worth)")
-    parser.add_argument("--concurrency", type=int, default=0, help="calls in flight per client (0: no limit)")
-    parser.add_argument(
-        "--queue-timeout",
-        type=duration,
-        default=2.0,
-        help="how long a call waits for a concurrency slot before it is throttled (default 2s)",
-    )
-    parser.add_argument("--log-level", default="info")
-
-
-def main(args: argparse.Namespace) -> int:
-    logs.setup(identity="fake-provider", level=args.log_level)
-    limits = Limits(
-        latency=args.latency,
-        rate=args.rate_limit or None,
-        burst=args.burst or None,
-        concurrency=args.concurrency or None,
-        queue_timeout=args.queue_timeout,
-    )
-    store = FakeStore(limits=limits)
-    store.seed(args.zones, args.records_per_zone)
-    stopping = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    server = FakeServer(store, host=args.host, port=args.port)
-    server.start()
-    try:
-        log.info("fake provider listening", url=server.url, zones=args.zones, **limits.to_json())
-        # The URL alone on stdout, so a launcher that passed --port 0 can learn the port.
-        print(server.url, flush=True)
-        while not stopping.wait(0.5):
-            pass
-    finally:
-        server.stop()
-    log.info("fake provider stopped")
-    return 0

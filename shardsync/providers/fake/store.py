@@ -6,7 +6,8 @@ processes). A provider call (zones, records, apply, acquire_fence) first passes 
 throttling, rate, concurrency, latency), then runs atomically under the store's data lock, where the
 injected failures (faults.py) are checked. Changes that cannot apply (create of an existing RRset, delete of
 a missing one, a name outside the zone) refuse the whole batch (InvalidChangesError, a BatchRejectedError),
-as an injected record failure does.
+as an injected record failure does. A profile (profile.py, e.g. `route53`) adds the documented rules of a
+real API: exact deletes, batch and page limits, PriorRequestNotComplete and an account-wide token bucket.
 
 Fences (design §2 rule 8) are a per-zone compare-and-set, kept beside the records and never listed with
 them: `acquire_fence` succeeds when the zone has no fence, already holds that exact token, or holds an older
@@ -19,15 +20,17 @@ of seed.py.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
+from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name, same_targets
 from shardsync.providers.base import BatchRejectedError, FencedError, FenceToken, ProviderError
 from shardsync.providers.fake.audit import DEFAULT_AUDIT_LIMIT, AuditEntry, AuditLog
 from shardsync.providers.fake.faults import Faults, InjectedFaults
 from shardsync.providers.fake.limits import ANONYMOUS, Gate, Limits
+from shardsync.providers.fake.profile import NONE, Enforcer, Profile
 from shardsync.providers.fake.seed import seeded_records, zone_name
 
 Key = tuple[str, str, str]
@@ -51,6 +54,7 @@ class FakeStore:
         limits: Limits | None = None,
         faults: Faults | None = None,
         audit_limit: int = DEFAULT_AUDIT_LIMIT,
+        profile: Profile = NONE,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -61,6 +65,7 @@ class FakeStore:
         self._gate = Gate(
             limits, injected=self._faults.throttle, clock=clock, wall_clock=wall_clock, sleep=sleep
         )
+        self._enforcer = Enforcer(profile, clock=clock)
         self._data = threading.Lock()
         self._zones: dict[str, dict[Key, Endpoint]] = {}
         self._fences: dict[str, FenceToken] = {}
@@ -75,6 +80,13 @@ class FakeStore:
 
     def set_limits(self, limits: Limits) -> None:
         self._gate.set_limits(limits)
+
+    @property
+    def profile(self) -> Profile:
+        return self._enforcer.profile
+
+    def set_profile(self, profile: Profile) -> None:
+        self._enforcer.set(profile)
 
     @property
     def faults(self) -> Faults:
@@ -132,17 +144,35 @@ class FakeStore:
     # ---- provider calls (gated) ----
 
     def zones(self, client: str = ANONYMOUS) -> list[str]:
+        self._enforcer.admit()
         with self._gate.call(client), self._data:
             return sorted(self._zones)
 
     def records(self, zone: str, client: str = ANONYMOUS) -> list[Endpoint]:
+        """Every record of the zone: one call, or under a profile with pages one call per page."""
+        out, after = self.records_page(zone, client)
+        while after is not None:
+            page, after = self.records_page(zone, client, after=after)
+            out.extend(page)
+        return out
+
+    def records_page(
+        self, zone: str, client: str = ANONYMOUS, *, after: Key | None = None, limit: int | None = None
+    ) -> tuple[list[Endpoint], Key | None]:
+        """One listing call: the zone's records sorted by key, from just after `after`, at most `limit` and
+        the profile's page size; with the key to pass as `after` for the next page (None: the last page)."""
         zone = normalize_name(zone)
+        self._enforcer.admit()
         with self._gate.call(client), self._data:
             self._faults.check_zone(zone)
-            return sorted(self._zone(zone).values(), key=lambda e: e.key)
+            records = sorted(self._zone(zone).values(), key=lambda e: e.key)
+        start = 0 if after is None else bisect.bisect_right([r.key for r in records], after)
+        page, more = self._enforcer.page(records, start, limit)
+        return page, (page[-1].key if more is not None and page else None)
 
     def all_records(self, client: str = ANONYMOUS) -> list[Endpoint]:
         """Every zone's records in one call (the webhook protocol is not zone-scoped)."""
+        self._enforcer.admit()
         with self._gate.call(client), self._data:
             out: list[Endpoint] = []
             for zone in sorted(self._zones):
@@ -167,28 +197,37 @@ class FakeStore:
         zone = normalize_name(zone)
         if generation is None and fence is not None:
             generation = fence.generation
-        with self._gate.call(writer) as started, self._data:
-            try:
-                self._zone(zone)
-                self._faults.check_zone(zone)
-                if fence is not None:
-                    current = self._fences.get(zone)
-                    if current != fence:
-                        held = current.to_text() if current else "no fence"
-                        raise FencedError(f"zone {zone}: fence holds {held}, not {fence.to_text()}")
-                self._faults.check_records(changes)
-                staged = self._stage(zone, changes)
-            except ProviderError as exc:
-                self._audit.record("apply", zone, writer, generation, fence, started, exc)
-                raise
-            _commit(self._zones[zone], staged)
-            self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
+        self._enforcer.admit()
+        self._enforcer.begin_change(zone)
+        try:
+            with self._gate.call(writer) as started, self._data:
+                try:
+                    self._zone(zone)
+                    self._faults.check_zone(zone)
+                    # Under a profile the fence is [DELETE fence "<token>", CREATE fence "<token>"] inside
+                    # the batch: it counts toward the batch's size, and its DELETE is the compare.
+                    self._enforcer.check_batch(_with_fence(zone, changes, fence))
+                    if fence is not None:
+                        current = self._fences.get(zone)
+                        if current != fence:
+                            held = current.to_text() if current else "no fence"
+                            raise FencedError(f"zone {zone}: fence holds {held}, not {fence.to_text()}")
+                    self._faults.check_records(changes)
+                    staged = self._stage(zone, changes)
+                except ProviderError as exc:
+                    self._audit.record("apply", zone, writer, generation, fence, started, exc)
+                    raise
+                _commit(self._zones[zone], staged)
+                self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
+        finally:
+            self._enforcer.end_change(zone)
 
     def apply_by_name(self, changes: Changes, *, writer: str) -> None:
         """Apply changes spanning any zones, placing each RRset in its most specific zone (the webhook face).
 
         Unfenced. All zones commit together or none does; one audit entry per zone touched.
         """
+        self._enforcer.admit()
         with self._gate.call(writer) as started, self._data:
             index = self._zone_index()
             parts: dict[str, Changes] = {}
@@ -216,6 +255,14 @@ class FakeStore:
         """Make `token` the zone's fence: a compare-and-set (see the module docstring)."""
         zone = normalize_name(zone)
         writer = writer or token.identity
+        self._enforcer.admit()
+        self._enforcer.begin_change(zone)
+        try:
+            self._set_fence(zone, token, writer)
+        finally:
+            self._enforcer.end_change(zone)
+
+    def _set_fence(self, zone: str, token: FenceToken, writer: str) -> None:
         with self._gate.call(writer) as started, self._data:
             try:
                 self._zone(zone)
@@ -260,9 +307,14 @@ class FakeStore:
         if len(changes.update_old) != len(changes.update_new):
             raise InvalidChangesError("updateOld and updateNew differ in length")
         # Deletes first, then updates, then creates: a batch may delete an RRset and create it anew.
+        exact = self._enforcer.profile.exact_deletes
         for ep in changes.delete:
-            if current(ep.key) is None:
+            now = current(ep.key)
+            if now is None:
                 raise InvalidChangesError(f"delete {_describe(ep)}: no such record")
+            if exact and (now.ttl != ep.ttl or not same_targets(now.targets, ep.targets)):
+                # Route53: "the values must match the current values exactly"
+                raise InvalidChangesError(f"delete {_describe(ep)}: values differ from the current ones")
             staged[ep.key] = None
         for old, new in zip(changes.update_old, changes.update_new, strict=True):
             if old.key != new.key:
@@ -283,6 +335,19 @@ def _commit(records: dict[Key, Endpoint], staged: Mapping[Key, Endpoint | None])
             records.pop(key, None)
         else:
             records[key] = value
+
+
+def _with_fence(zone: str, changes: Changes, fence: FenceToken | None) -> Changes:
+    """The batch as a Route53-like API would count it: with the fence's DELETE and CREATE."""
+    if fence is None:
+        return changes
+    record = Endpoint(f"_shardsync-fence.{zone}", "TXT", (f'"{fence.to_text()}"',))
+    return Changes(
+        create=[*changes.create, record],
+        update_old=changes.update_old,
+        update_new=changes.update_new,
+        delete=[*changes.delete, record],
+    )
 
 
 def _describe(ep: Endpoint) -> str:

@@ -1,0 +1,76 @@
+"""`shardsync fake-provider`: the fake provider's server (server.py) as a command, seeded, with its limits
+and profile (profile.py) from flags, until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from types import FrameType
+
+from shardsync import logs
+from shardsync.flags import duration
+from shardsync.providers.fake.limits import Limits
+from shardsync.providers.fake.profile import PROFILES
+from shardsync.providers.fake.server import DEFAULT_PORT, FakeServer, log
+from shardsync.providers.fake.store import FakeStore
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"0: any free one ({DEFAULT_PORT})")
+    parser.add_argument("--zones", type=int, default=0, help="seed zones zone-0000.example ... (default 0)")
+    parser.add_argument("--records-per-zone", type=int, default=0, help="A records seeded per zone")
+    parser.add_argument("--latency", type=duration, default=0.0, help="per-call latency, e.g. 20ms")
+    parser.add_argument("--rate-limit", type=float, default=0.0, help="calls/s per client (0: none)")
+    parser.add_argument("--burst", type=int, default=0, help="rate limit bucket size (0: one second's worth)")
+    parser.add_argument("--concurrency", type=int, default=0, help="calls in flight per client (0: no limit)")
+    parser.add_argument(
+        "--queue-timeout",
+        type=duration,
+        default=2.0,
+        help="how long a call waits for a concurrency slot before it is throttled (default 2s)",
+    )
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="none", help="API rules enforced")
+    parser.add_argument("--account-rate", type=float, help="account requests/s (--profile route53: 10)")
+    parser.add_argument("--account-burst", type=int, help="account bucket size (--profile route53: 50)")
+    parser.add_argument("--log-level", default="info")
+
+
+def main(args: argparse.Namespace) -> int:
+    logs.setup(identity="fake-provider", level=args.log_level)
+    limits = Limits(
+        latency=args.latency,
+        rate=args.rate_limit or None,
+        burst=args.burst or None,
+        concurrency=args.concurrency or None,
+        queue_timeout=args.queue_timeout,
+    )
+    profile = PROFILES[args.profile].with_account(args.account_rate, args.account_burst)
+    store = FakeStore(limits=limits, profile=profile)
+    store.seed(args.zones, args.records_per_zone)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server = FakeServer(store, host=args.host, port=args.port)
+    server.start()
+    try:
+        log.info(
+            "fake provider listening",
+            url=server.url,
+            zones=args.zones,
+            profile=profile.name,
+            **limits.to_json(),
+        )
+        # The URL alone on stdout, so a launcher that passed --port 0 can learn the port.
+        print(server.url, flush=True)
+        while not stopping.wait(0.5):
+            pass
+    finally:
+        server.stop()
+    log.info("fake provider stopped")
+    return 0

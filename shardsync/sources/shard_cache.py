@@ -1,0 +1,95 @@
+"""Per-shard caches: what a sharded replica's watcher keeps only for the zones it runs (design: slim caches,
+per-shard state).
+
+The DesiredIndex (restricted) holds endpoints only for the zones the worker runs and says which objects a
+newly held zone needs translated again (`on_rebuild`) and which a dropped zone no longer needs
+(`on_freed`). This glue answers both for the watcher: an object still cached is queued for translation;
+an object of an evictable kind (`SourceKind.evictable`) that was forgotten is read back first
+(sources.refetch). After each translation, and in a sweep once the held zones changed (objects translated
+before this replica ran any zone), an evictable kind's object whose records all fall in zones not held is
+forgotten (`Informer.forget`: its changes still arrive by the watch). Keys no kind here can translate again
+(the PTR records the watcher derives) are kept whole by the index (`pinned`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from shardsync.desired import DesiredIndex
+from shardsync.informer import Informer
+from shardsync.kube import Kube
+from shardsync.sources.kind import SourceKind
+from shardsync.sources.refetch import Refetcher
+
+SWEEP_EVERY = 1.0  # seconds between looks for cached objects held nowhere
+
+
+class ShardCaches:
+    """See the module docstring. `kinds`: kind name → (kind, the informer of its own objects); `queue(name,
+    keys)` marks cache keys of that kind for translation."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        desired: DesiredIndex,
+        kinds: Mapping[str, tuple[SourceKind[Any], Informer]],
+        queue: Callable[[str, Iterable[str]], None],
+    ) -> None:
+        self.desired = desired
+        self._kinds = kinds
+        self._queue = queue
+        self._names = {informer.resource: name for name, (_, informer) in kinds.items()}
+        self._refetch = Refetcher(kube, self._refetched)
+        desired.on_rebuild = self._rebuild
+        desired.on_freed = self._freed
+        desired.pinned = lambda key: key.partition("/")[0] not in kinds
+
+    async def run(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._refetch.run)
+            tg.start_soon(self._sweep_loop)
+
+    def forgotten(self, name: str, key: str) -> bool:
+        """The object at `key` is not cached because it was forgotten (not because it is gone)."""
+        return key in self._kinds[name][1].forgotten
+
+    def translated(self, name: str, key: str) -> None:
+        """After a translation: forget the object if it is evictable and held nowhere."""
+        kind, informer = self._kinds[name]
+        if kind.evictable and self.desired.holds_nothing_of(f"{name}/{key}"):
+            informer.forget(key)
+
+    def _rebuild(self, keys: set[str]) -> None:
+        for key in keys:
+            name, _, cache_key = key.partition("/")
+            informer = self._kinds[name][1]
+            if cache_key in informer.forgotten:
+                self._refetch.want(informer, cache_key)  # read it again first
+            else:
+                self._queue(name, (cache_key,))
+
+    def _refetched(self, informer: Informer, keys: set[str]) -> None:
+        self._queue(self._names[informer.resource], keys)
+
+    def _freed(self, keys: set[str]) -> None:
+        for key in keys:
+            name, _, cache_key = key.partition("/")
+            if name in self._kinds:
+                self.translated(name, cache_key)
+
+    async def _sweep_loop(self) -> None:
+        swept = -1
+        while True:
+            await anyio.sleep(SWEEP_EVERY)
+            if not self.desired.restricted or swept == self.desired.epoch:
+                continue
+            swept = self.desired.epoch
+            for name, (kind, informer) in self._kinds.items():
+                if kind.evictable:
+                    for key in [k for k in informer.cache if self.desired.holds_nothing_of(f"{name}/{k}")]:
+                        informer.forget(key)
+                    await anyio.lowlevel.checkpoint()

@@ -1,0 +1,161 @@
+"""Hostile source objects, by kind: the shapes each translator reads, filled with odd values and, anywhere,
+garbage of the wrong type. `SHAPES` names the kinds with a shape of their own; any other kind of the source
+table (a kind added later) is fuzzed with `generic`: metadata, annotations and a garbage spec and status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from shardsync.sources.annotations import PREFIXES
+from tests.fuzz.support import domain, ip, junk, maybe, target, targets, text
+
+ANNOTATION_NAMES = (
+    "hostname",
+    "internal-hostname",
+    "target",
+    "ttl",
+    "controller",
+    "set-identifier",
+    "access",
+    "endpoints-type",
+    "ingress-hostname-source",
+    "alias",
+    "record-type",
+)
+annotation_key = st.one_of(
+    st.builds(lambda p, n: p + n, st.sampled_from(PREFIXES), st.sampled_from(ANNOTATION_NAMES)),
+    st.text(max_size=20),
+)
+names_value = st.lists(domain, max_size=5).map(",".join)
+annotation_value = st.one_of(
+    names_value,
+    text,
+    st.sampled_from(["1", "-5", "1h", "99999999999999999999", "NaN", "dns-controller", "true", "ptr"]),
+    junk,
+)
+annotation_map = st.dictionaries(annotation_key, annotation_value, max_size=6)
+
+
+def metadata() -> st.SearchStrategy[Any]:
+    return st.fixed_dictionaries(
+        {"name": st.just("obj"), "namespace": st.just("default")},
+        optional={
+            "annotations": maybe(annotation_map),
+            "labels": maybe(st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3)),
+            "uid": maybe(st.text(max_size=10)),
+            "creationTimestamp": maybe(st.sampled_from(["2024-01-01T00:00:00Z", "yesterday", ""])),
+            "generation": maybe(st.integers()),
+        },
+    )
+
+
+lb_ingress = st.lists(
+    st.fixed_dictionaries({}, optional={"ip": maybe(ip), "hostname": maybe(domain)}), max_size=4
+)
+status = st.fixed_dictionaries(
+    {}, optional={"loadBalancer": maybe(st.fixed_dictionaries({}, optional={"ingress": maybe(lb_ingress)}))}
+)
+
+service = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("v1"),
+        "kind": st.just("Service"),
+        "metadata": metadata(),
+        "spec": maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "type": maybe(
+                        st.sampled_from(["LoadBalancer", "NodePort", "ClusterIP", "ExternalName", "x"])
+                    ),
+                    "clusterIP": maybe(st.one_of(ip, st.just("None"))),
+                    "externalIPs": maybe(targets),
+                    "externalName": maybe(domain),
+                    "ports": maybe(
+                        st.lists(
+                            st.fixed_dictionaries(
+                                {},
+                                optional={
+                                    "port": maybe(st.integers()),
+                                    "nodePort": maybe(st.integers()),
+                                    "protocol": maybe(st.sampled_from(["TCP", "UDP", ""])),
+                                    "name": maybe(st.text(max_size=10)),
+                                },
+                            ),
+                            max_size=3,
+                        )
+                    ),
+                    "externalTrafficPolicy": maybe(st.sampled_from(["Local", "Cluster"])),
+                    "publishNotReadyAddresses": maybe(st.booleans()),
+                    "selector": maybe(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2)),
+                },
+            )
+        ),
+        "status": maybe(status),
+    }
+)
+
+ingress = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("networking.k8s.io/v1"),
+        "kind": st.just("Ingress"),
+        "metadata": metadata(),
+        "spec": maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "rules": maybe(
+                        st.lists(st.fixed_dictionaries({}, optional={"host": maybe(domain)}), max_size=4)
+                    ),
+                    "tls": maybe(
+                        st.lists(
+                            st.fixed_dictionaries(
+                                {}, optional={"hosts": maybe(st.lists(domain, max_size=3))}
+                            ),
+                            max_size=3,
+                        )
+                    ),
+                    "ingressClassName": maybe(st.text(max_size=10)),
+                },
+            )
+        ),
+        "status": maybe(status),
+    }
+)
+
+dns_endpoint = st.fixed_dictionaries(
+    {},
+    optional={
+        "dnsName": maybe(domain),
+        "recordType": maybe(
+            st.sampled_from(["A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR", "a", "BOGUS"])
+        ),
+        "targets": maybe(targets),
+        "recordTTL": maybe(st.integers()),
+        "setIdentifier": maybe(st.text(max_size=20)),
+        "labels": maybe(st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3)),
+        "providerSpecific": maybe(
+            st.lists(
+                st.fixed_dictionaries({"name": maybe(st.text(max_size=10)), "value": maybe(target)}),
+                max_size=3,
+            )
+        ),
+    },
+)
+crd = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("externaldns.k8s.io/v1alpha1"),
+        "kind": st.just("DNSEndpoint"),
+        "metadata": metadata(),
+        "spec": maybe(
+            st.fixed_dictionaries({}, optional={"endpoints": maybe(st.lists(dns_endpoint, max_size=5))})
+        ),
+        "status": maybe(junk),
+    }
+)
+
+generic = st.fixed_dictionaries({"metadata": metadata(), "spec": junk, "status": junk})
+
+SHAPES: dict[str, st.SearchStrategy[Any]] = {"service": service, "ingress": ingress, "crd": crd}

@@ -1,0 +1,119 @@
+"""The provider readers the fuzz tests feed odd zones to, one `Reader` each: what a provider's answer looks
+like (a Hypothesis strategy) and the function that turns it into the zone's records. A provider added later
+(Route53's reader, say) is one more entry in `READERS`; tests/fuzz/test_fuzz_readers.py fuzzes every entry
+and runs the records it returns through the TXT registry and the planner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import dns.name
+import dns.rdataclass
+import dns.rdatatype
+import dns.rdtypes.ANY.CNAME
+import dns.rdtypes.ANY.MX
+import dns.rdtypes.ANY.NS
+import dns.rdtypes.ANY.PTR
+import dns.rdtypes.ANY.TXT
+import dns.rdtypes.IN.A
+import dns.rdtypes.IN.AAAA
+import dns.rdtypes.IN.SRV
+import dns.rrset
+from hypothesis import strategies as st
+
+from shardsync.endpoint import Endpoint
+from shardsync.providers.rfc2136.messages import endpoints_from_rrsets
+from shardsync.providers.webhook import WebhookProvider
+from tests.fuzz.objects import dns_endpoint
+from tests.fuzz.support import junk, maybe
+
+ZONE = "ex.com"
+IN = dns.rdataclass.IN
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    name: str
+    answers: st.SearchStrategy[Any]  # what the provider may send
+    read: Callable[[Any], list[Endpoint]]  # may raise only ProviderError
+
+
+# -- RFC 2136: the RRsets of an AXFR ---------------------------------------------------------------------
+
+raw_label = st.binary(min_size=1, max_size=63)
+owner = st.one_of(
+    st.lists(raw_label, max_size=4).map(lambda labels: dns.name.Name([*labels, b"ex", b"com", b""])),
+    st.sampled_from(
+        [dns.name.from_text("ex.com."), dns.name.from_text("other.org."), dns.name.from_text("*.ex.com.")]
+    ),
+)
+relative_name = st.lists(raw_label, min_size=1, max_size=3).map(lambda labels: dns.name.Name([*labels, b""]))
+ownership_text = st.one_of(
+    st.builds(
+        lambda owner_id, resource: (
+            f"heritage=external-dns,external-dns/owner={owner_id},external-dns/resource={resource}"
+        ),
+        st.text(max_size=15),
+        st.text(max_size=30),
+    ),
+    st.just("heritage=external-dns"),
+    st.text(max_size=80),
+).map(lambda t: t.encode("utf-8", "surrogatepass")[:255])
+txt_strings = st.lists(st.one_of(ownership_text, st.binary(max_size=255)), min_size=1, max_size=4)
+
+
+def _rd(cls: Any, rdtype: dns.rdatatype.RdataType, *args: Any) -> Any:
+    return cls(IN, rdtype, *args)
+
+
+T = dns.rdatatype
+rdata = st.one_of(
+    st.ip_addresses(v=4).map(lambda a: _rd(dns.rdtypes.IN.A.A, T.A, str(a))),
+    st.ip_addresses(v=6).map(lambda a: _rd(dns.rdtypes.IN.AAAA.AAAA, T.AAAA, str(a))),
+    relative_name.map(lambda n: _rd(dns.rdtypes.ANY.CNAME.CNAME, T.CNAME, n)),
+    relative_name.map(lambda n: _rd(dns.rdtypes.ANY.NS.NS, T.NS, n)),
+    relative_name.map(lambda n: _rd(dns.rdtypes.ANY.PTR.PTR, T.PTR, n)),
+    st.builds(lambda p, n: _rd(dns.rdtypes.ANY.MX.MX, T.MX, p, n), st.integers(0, 65535), relative_name),
+    st.builds(
+        lambda p, w, port, n: _rd(dns.rdtypes.IN.SRV.SRV, T.SRV, p, w, port, n),
+        st.integers(0, 65535),
+        st.integers(0, 65535),
+        st.integers(0, 65535),
+        relative_name,
+    ),
+    txt_strings.map(lambda strings: _rd(dns.rdtypes.ANY.TXT.TXT, T.TXT, strings)),
+)
+
+
+def rrset(name: dns.name.Name, ttl: int, rdatas: list[Any]) -> dns.rrset.RRset:
+    out = dns.rrset.RRset(name, IN, rdatas[0].rdtype)
+    for rd in rdatas:
+        if rd.rdtype == out.rdtype:
+            out.add(rd, ttl)
+    return out
+
+
+axfr = st.lists(
+    st.builds(rrset, owner, st.integers(0, 2**31 - 1), st.lists(rdata, min_size=1, max_size=4)), max_size=8
+)
+
+
+def read_axfr(rrsets: list[dns.rrset.RRset]) -> list[Endpoint]:
+    return endpoints_from_rrsets(ZONE, rrsets, skip=[f"_fence.{ZONE}"])
+
+
+# -- the webhook provider: GET /records -------------------------------------------------------------------
+
+webhook_answer = st.one_of(st.lists(maybe(dns_endpoint), max_size=6), junk)
+
+
+def read_webhook(data: Any) -> list[Endpoint]:
+    return WebhookProvider._endpoints(data, "GET /records")
+
+
+READERS: list[Reader] = [
+    Reader("rfc2136 axfr", axfr, read_axfr),
+    Reader("webhook records", webhook_answer, read_webhook),
+]

@@ -1,0 +1,69 @@
+"""Fuzzing every translator of the source table (a kind added to the table is fuzzed too, with its own shape
+from tests/fuzz/objects.py or the generic one), through the gate every kind passes (per-object limits and
+the namespace policy): for any object, however odd, translation returns endpoints that validate and
+problems (each a Warning Event in the watcher), never an exception.
+
+What this cannot prove: the related caches (EndpointSlices, Pods, Nodes) are empty here, so the headless
+and NodePort paths of the service kind see no addresses; tests/sources cover those with real objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shardsync.objects import ObjectRef, object_key
+from shardsync.sources.common import SourceOptions
+from shardsync.sources.gate import ObjectGate
+from shardsync.sources.kind import SourceContext
+from shardsync.sources.limits import ObjectLimits
+from shardsync.sources.namespace_policy import NamespacePolicy
+from shardsync.sources.result import Problem, SourceResult
+from shardsync.sources.table import SOURCES
+from tests.fuzz.objects import SHAPES, generic, names_value
+from tests.fuzz.support import count, fuzzing
+from tests.sources.fake_kube import FakeKube
+
+pytestmark = pytest.mark.fuzz
+
+ANNOTATION = "shardsync.io/allowed-domains"
+LIMITS = ObjectLimits(annotation_bytes=32768, endpoints=50, targets=500)
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_every_translator_survives_hostile_objects(name: str) -> None:
+    kind = SOURCES[name]
+
+    @fuzzing("translators")
+    @given(obj=SHAPES.get(name, generic), allowed=st.none() | names_value)
+    def run(obj: dict[str, Any], allowed: str | None) -> None:
+        count(f"translator {name}")
+        context = SourceContext(
+            options=kind.default_options(),
+            cache=lambda resource: {},
+            kube=FakeKube(),
+            may_write=lambda: False,
+            common=SourceOptions(),
+        )
+        translator = kind.start(context)
+        policy = NamespacePolicy(FakeKube(), ANNOTATION)
+        policy.set_namespace("default", {} if allowed is None else {ANNOTATION: allowed})
+        gate = ObjectGate(LIMITS, policy)
+        key = object_key(obj)
+        ref = ObjectRef.of(obj, kind.resource, kind.resource_kind)
+        seen, problems = gate.before(obj, ref)
+        result = translator.translate(key, seen)
+        assert result is None or isinstance(result, SourceResult)
+        endpoints = [] if result is None else result.endpoints
+        for ep in endpoints:
+            ep.validate()
+        kept, refused = gate.after(f"{name}/{key}", ref, endpoints)
+        assert len(kept) <= LIMITS.endpoints
+        assert sum(len(ep.targets) for ep in kept) <= LIMITS.targets
+        for problem in [*problems, *(result.problems if result else []), *refused]:
+            assert isinstance(problem, Problem) and str(problem)
+        translator.translate(key, None)  # the object deleted
+
+    run()

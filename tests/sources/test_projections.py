@@ -1,0 +1,114 @@
+"""The slim copies informers keep (sources.projections): translating them gives exactly what translating the
+full objects gives, for every Service shape that reads Pods, Nodes or EndpointSlices."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from shardsync.sources import projections
+from shardsync.sources.common import SourceOptions
+from shardsync.sources.service import ServiceOptions, service_endpoints
+
+from .objects import ALPHA, GA, endpoint_slice, node, pod, records, service
+
+HOST = {GA + "hostname": "web.example.com"}
+
+
+def noisy(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object padded with what a real API server sends and translation never reads."""
+    out = copy.deepcopy(obj)
+    meta = out.setdefault("metadata", {})
+    meta["managedFields"] = [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]
+    meta["resourceVersion"] = "42"
+    meta.setdefault("annotations", {})[projections.LAST_APPLIED] = '{"big": "' + "x" * 2000 + '"}'
+    meta["annotations"]["prometheus.io/scrape"] = "true"
+    meta["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs"}]
+    out.setdefault("spec", {})["containers"] = [{"name": "c", "image": "i", "env": [{"name": "A"}] * 20}]
+    out.setdefault("status", {})["containerStatuses"] = [{"name": "c", "ready": True}]
+    return out
+
+
+PODS = {
+    "default/web-0": pod("web-0", hostname="web-0", node_name="n1", host_ip="10.0.0.1"),
+    "default/web-1": pod("web-1", node_name="n2", host_ip="10.0.0.2", ready=False),
+    "default/web-2": pod("web-2", node_name="n2", annotations={ALPHA + "target": "pod2.example.net"}),
+    "default/web-3": pod("web-3", node_name="n1", deleting=True),
+}
+NODES = {
+    "n1": node("n1", ("InternalIP", "10.0.0.1"), ("ExternalIP", "203.0.113.1"), ("InternalIP", "fd00::1")),
+    "n2": {**node("n2", ("ExternalIP", "203.0.113.2")), "spec": {"unschedulable": True}},
+}
+SLICES = [
+    endpoint_slice(
+        "web",
+        [("172.16.0.1", "web-0", True), ("172.16.0.2", "web-1", False), ("172.16.0.3", "web-2", None)],
+    ),
+]
+PORTS = [{"name": "http", "port": 80, "nodePort": 30080, "protocol": "TCP"}]
+
+
+@pytest.mark.parametrize(
+    ("svc", "opts"),
+    [
+        (service(type_="ClusterIP", cluster_ip="None", annotations=HOST), ServiceOptions()),
+        (
+            service(type_="ClusterIP", cluster_ip="None", annotations=HOST),
+            ServiceOptions(publish_host_ip=True),
+        ),
+        (
+            service(
+                type_="ClusterIP",
+                cluster_ip="None",
+                annotations={**HOST, ALPHA + "endpoints-type": "NodeExternalIP"},
+            ),
+            ServiceOptions(expose_internal_ipv6=True),
+        ),
+        (
+            service(type_="ClusterIP", cluster_ip="None", annotations=HOST, publishNotReadyAddresses=True),
+            ServiceOptions(),
+        ),
+        (service(type_="NodePort", annotations=HOST, ports=PORTS), ServiceOptions()),
+        (
+            service(type_="NodePort", annotations=HOST, ports=PORTS, externalTrafficPolicy="Local"),
+            ServiceOptions(exclude_unschedulable=False),
+        ),
+    ],
+)
+def test_translation_of_slim_objects_equals_that_of_full_ones(
+    svc: dict[str, Any], opts: ServiceOptions
+) -> None:
+    full_pods = {k: noisy(v) for k, v in PODS.items()}
+    full_nodes = {k: noisy(v) for k, v in NODES.items()}
+    full_slices = [noisy(s) for s in SLICES]
+    full = service_endpoints(noisy(svc), full_nodes, full_slices, full_pods, opts, SourceOptions())
+    slim = service_endpoints(
+        projections.without_bookkeeping(noisy(svc)),
+        {k: projections.node(v) for k, v in full_nodes.items()},
+        [projections.endpoint_slice(s) for s in full_slices],
+        {k: projections.pod(v) for k, v in full_pods.items()},
+        opts,
+        SourceOptions(),
+    )
+    assert records(full)  # the case publishes something
+    assert records(slim) == records(full)
+    assert slim.problems == full.problems
+
+
+def test_projections_keep_identity_and_drop_the_rest() -> None:
+    full = noisy(PODS["default/web-2"])
+    slim = projections.pod(full)
+    assert slim["metadata"] == {
+        "name": "web-2",
+        "namespace": "default",
+        "resourceVersion": "42",
+        "labels": {"app": "web"},
+        "annotations": {ALPHA + "target": "pod2.example.net"},
+    }
+    assert "containers" not in slim["spec"] and "containerStatuses" not in slim["status"]
+    own = projections.without_bookkeeping(full)
+    assert "managedFields" not in own["metadata"]
+    assert projections.LAST_APPLIED not in own["metadata"]["annotations"]
+    assert own["spec"]["containers"] == full["spec"]["containers"]  # a --fqdn-template may read any field
