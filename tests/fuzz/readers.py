@@ -1,14 +1,17 @@
 """The provider readers the fuzz tests feed odd zones to, one `Reader` each: what a provider's answer looks
-like (a Hypothesis strategy) and the function that turns it into the zone's records. A provider added later
-(Route53's reader, say) is one more entry in `READERS`; tests/fuzz/test_fuzz_readers.py fuzzes every entry
+like (a Hypothesis strategy) and the function that turns it into the zone's records: rfc2136's AXFR, the
+webhook's answer and Route53's listing pages (read by the aws provider itself, through a double of the three
+calls it makes; the double cannot show what botocore's own parsing would refuse). A provider added later is
+one more entry in `READERS`; tests/fuzz/test_fuzz_readers.py fuzzes every entry
 and runs the records it returns through the TXT registry and the planner."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import dns.name
 import dns.rdataclass
 import dns.rdatatype
@@ -24,12 +27,16 @@ import dns.rrset
 from hypothesis import strategies as st
 
 from shardsync.endpoint import Endpoint
+from shardsync.providers.aws.errors import Start
+from shardsync.providers.aws.provider import AwsProvider
+from shardsync.providers.aws.zones import HostedZone
 from shardsync.providers.rfc2136.messages import endpoints_from_rrsets
 from shardsync.providers.webhook import WebhookProvider
 from tests.fuzz.objects import dns_endpoint
 from tests.fuzz.support import junk, maybe
 
 ZONE = "ex.com"
+_GEO_KEYS = ("ContinentCode", "CountryCode", "SubdivisionCode")
 IN = dns.rdataclass.IN
 
 
@@ -113,7 +120,85 @@ def read_webhook(data: Any) -> list[Endpoint]:
     return WebhookProvider._endpoints(data, "GET /records")
 
 
+# -- Route53: ListResourceRecordSets pages, as botocore parses them -------------------------------------
+# botocore validates the XML against the service model, so fields keep their types (Name and Value strings,
+# TTL and Weight integers); what varies is their content: escaped octal names (\\052 for *), names outside
+# the zone, values of any text, alias targets, routing policies, and pages that end anywhere.
+
+r53_name = st.one_of(
+    st.text(max_size=40).map(lambda t: f"{t}.ex.com."),
+    st.sampled_from(["ex.com.", "\\052.ex.com.", "a\\100b.ex.com.", "other.org.", "\\777.ex.com.", ""]),
+    st.text(max_size=20),
+)
+r53_type = st.sampled_from(["A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR", "NAPTR", "SOA", "CAA"])
+r53_policy = st.one_of(
+    st.just({}),
+    st.fixed_dictionaries({"Weight": st.integers(0, 2**63)}),
+    st.fixed_dictionaries({"Region": st.text(max_size=12)}),
+    st.fixed_dictionaries({"Failover": st.sampled_from(["PRIMARY", "SECONDARY", ""])}),
+    st.fixed_dictionaries({"MultiValueAnswer": st.booleans()}),
+    st.fixed_dictionaries(
+        {"GeoLocation": st.fixed_dictionaries({}, optional={k: st.text(max_size=4) for k in _GEO_KEYS})}
+    ),
+)
+r53_rrset = st.builds(
+    lambda base, policy, set_id: {**base, **policy, **({"SetIdentifier": set_id} if set_id else {})},
+    st.fixed_dictionaries(
+        {"Name": r53_name, "Type": r53_type},
+        optional={
+            "TTL": st.integers(0, 2**31),
+            "ResourceRecords": st.lists(st.fixed_dictionaries({"Value": st.text(max_size=60)}), max_size=4),
+            "AliasTarget": st.fixed_dictionaries(
+                {
+                    "HostedZoneId": st.text(max_size=14),
+                    "DNSName": r53_name,
+                    "EvaluateTargetHealth": st.booleans(),
+                }
+            ),
+            "HealthCheckId": st.text(max_size=36),
+        },
+    ),
+    r53_policy,
+    st.text(max_size=12),
+)
+route53_pages = st.lists(st.lists(r53_rrset, max_size=6), min_size=1, max_size=3)
+
+
+class _Pages:
+    """The Route53 calls `AwsProvider.records` makes, answering with the drawn pages (and one zone)."""
+
+    def __init__(self, pages: list[list[dict[str, Any]]]) -> None:
+        self.pages = pages
+
+    def hosted_zones(self) -> list[HostedZone]:
+        return [HostedZone("Z1", ZONE, private=False)]
+
+    def tags(self, zone_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        return {}
+
+    def rrsets(
+        self, zone_id: str, start: Start | None, max_items: int
+    ) -> tuple[list[dict[str, Any]], Start | None]:
+        index = 0 if start is None else int(start[0])
+        more = index + 1 < len(self.pages)
+        return self.pages[index], ((str(index + 1), "", "") if more else None)
+
+    def change(self, zone_id: str, changes: list[dict[str, Any]], comment: str = "") -> None:
+        raise AssertionError("reading never writes")
+
+
+def read_route53(pages: list[list[dict[str, Any]]]) -> list[Endpoint]:
+    provider = AwsProvider(_Pages(pages))
+
+    async def read() -> list[Endpoint]:
+        await provider.zones()
+        return await provider.records(ZONE)
+
+    return anyio.run(read)
+
+
 READERS: list[Reader] = [
     Reader("rfc2136 axfr", axfr, read_axfr),
     Reader("webhook records", webhook_answer, read_webhook),
+    Reader("route53 rrsets", route53_pages, read_route53),
 ]
