@@ -19,6 +19,7 @@ import pytest
 
 from shardsync.local.apiserver import ApiServer, ApiServerProcess
 from tests.fuzz import support as fuzz_support
+from tests.processes import Processes, processes
 
 MakeApiServer = Callable[..., Any]
 
@@ -86,3 +87,10 @@ def apiserver(make_apiserver: MakeApiServer) -> ApiServer:
 def apiserver_process(make_apiserver: MakeApiServer) -> ApiServerProcess:
     server: ApiServerProcess = make_apiserver(process=True)
     return server
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Processes]:
+    """The processes a test starts (replicas, fake providers): every one is stopped when the test ends."""
+    with processes(tmp_path) as group:
+        yield group

@@ -31,7 +31,7 @@ from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
 from tests.deploy import manifests as m
 from tests.deploy.kustomize import Obj
-from tests.processes import Processes, ShardsyncProcess, free_port, get_json, processes, wait_ready
+from tests.processes import Processes, ShardsyncProcess, free_port, get_json, wait_ready
 
 pytestmark = pytest.mark.multiprocess
 
@@ -47,12 +47,6 @@ def provider() -> Iterator[FakeServer]:
         store.add_zone(zone)
     with FakeServer(store, port=0) as server:
         yield server
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as group:
-        yield group
 
 
 def install(api: k8s.ApiClient, objects: list[Obj]) -> None:

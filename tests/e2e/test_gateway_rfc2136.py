@@ -21,7 +21,7 @@ from shardsync.sources.gateway_match import GROUP
 from tests.dnsservers import BindServer, DnsTestServer, require
 from tests.e2e.test_replica_rfc2136 import OWNER, start_replica
 from tests.kubeclient import raw_body
-from tests.processes import Processes, processes
+from tests.processes import Processes
 from tests.waits import eventually_sync
 
 ZONE = "gateway.shardsync.test"
@@ -38,12 +38,6 @@ def dns_server() -> Iterator[DnsTestServer]:
         yield server.start()
     finally:
         server.close()
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as group:
-        yield group
 
 
 def gateway_object(address: str) -> dict[str, Any]:

@@ -13,7 +13,6 @@ profile proves that (tests/providers/test_fake_route53.py).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken
 from tests.kubeclient import raw_body
 from tests.motoserver import MotoRoute53, moto_route53
-from tests.processes import Processes, free_port, processes, wait_ready
+from tests.processes import Processes, free_port, wait_ready
 from tests.waits import eventually_sync
 
 pytestmark = pytest.mark.multiprocess
@@ -39,12 +38,6 @@ ADOPTED_TXT = f'"heritage=external-dns,external-dns/owner={OWNER},external-dns/r
 def moto() -> Iterator[MotoRoute53]:
     with moto_route53() as server:
         yield server
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as group:
-        yield group
 
 
 def service(core: k8s.CoreV1Api, name: str, host: str, ingress: dict[str, str]) -> None:

@@ -23,7 +23,7 @@ from shardsync.providers.base import FenceToken
 from shardsync.providers.rfc2136.provider import Rfc2136Provider
 from tests.dnsservers import SERVERS, DnsTestServer, require, server_params
 from tests.kubeclient import raw_body
-from tests.processes import Processes, ShardsyncProcess, free_port, processes, wait_ready
+from tests.processes import Processes, ShardsyncProcess, free_port, wait_ready
 from tests.waits import eventually_sync
 
 ZONE = "e2e.shardsync.test"
@@ -61,12 +61,6 @@ def dns_server(request: pytest.FixtureRequest) -> Iterator[DnsTestServer]:
         yield server.start()
     finally:
         server.close()
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as group:
-        yield group
 
 
 def lb_service(name: str, host: str, ip: str) -> k8s.V1Service:

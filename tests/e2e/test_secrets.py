@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
 from tests.dnsservers import BindServer, DnsTestServer, require
-from tests.processes import Processes, free_port, processes, wait_ready
+from tests.processes import Processes, free_port, wait_ready
 from tests.waits import eventually_sync
 
 from .test_tenancy import ZONE_A, ZONE_B, publish, rfc2136_args
@@ -41,12 +41,6 @@ def dns_server() -> Iterator[DnsTestServer]:
         yield server.start()
     finally:
         server.close()
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as group:
-        yield group
 
 
 def with_token(kubeconfig: Path, into: Path) -> Path:

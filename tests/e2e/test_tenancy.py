@@ -15,7 +15,7 @@ from kubernetes import client as k8s
 from shardsync.local.apiserver import ApiServer
 from tests.dnsservers import BindServer, DnsTestServer, require
 from tests.kubeclient import raw_body
-from tests.processes import Processes, ShardsyncProcess, free_port, processes, wait_ready
+from tests.processes import Processes, ShardsyncProcess, free_port, wait_ready
 from tests.waits import eventually_sync
 
 pytestmark = pytest.mark.bind
@@ -33,12 +33,6 @@ def dns_server() -> Iterator[DnsTestServer]:
         yield server.start()
     finally:
         server.close()
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as group:
-        yield group
 
 
 def rfc2136_args(dns_server: DnsTestServer, secret_file: Path) -> list[str]:

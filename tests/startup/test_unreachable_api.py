@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import Processes, free_port, processes
+from tests.processes import Processes, free_port
 
 pytestmark = pytest.mark.multiprocess
 
@@ -36,12 +36,6 @@ def kubeconfig(path: Path, port: int) -> str:
         "users: [{name: u, user: {token: x}}]\ncurrent-context: c\n"
     )
     return str(path)
-
-
-@pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Processes]:
-    with processes(tmp_path) as p:
-        yield p
 
 
 @pytest.fixture
