@@ -1,6 +1,6 @@
-"""Three real replica processes: every zone has exactly one active owner, the one the published assignment's
-ring names; every replica's /shards tells the same story under the same generation; the provider holds the
-records the objects ask for, written (and fenced) by each zone's owner alone."""
+"""Three real replica processes: every zone has exactly one active owner, the one the published
+assignment's slot table names; every replica's /shards tells the same story under the same generation; the
+provider holds the records the objects ask for, written (and fenced) by each zone's owner alone."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 
-from shardsync.sharding.ring import Ring
 from tests.multiprocess.conftest import StartCluster
 from tests.multiprocess.harness import fenced, identity, overlaps, writes_ok
 
@@ -25,10 +24,9 @@ def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(start_cl
     members = {identity(i) for i in range(3)}
     assert assignment.identities == members
 
-    # Every zone runs at exactly the replica the ring of the published members names.
-    ring = Ring(dict.fromkeys(members, 1))
+    # Every zone runs at exactly the replica the published assignment names (sharding/slots.py).
     owners = sample.owner_map()
-    assert owners == {z: ring.owner_of(z) for z in h.zones}
+    assert owners == {z: assignment.owner_of(z) for z in h.zones}
     assert all(len(ids) == 1 for ids in sample.holders().values())
     load = Counter(owners.values())
     assert set(load) == members

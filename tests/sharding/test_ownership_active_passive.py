@@ -56,6 +56,13 @@ async def test_only_the_coordinator_writes_and_a_takeover_fences_the_old_one_out
         new_token = passive(c.nodes[successor]).token
         assert new_token is not None and new_token.generation > token.generation
         await wait_for(lambda: all(c.store.fence_of(z) == new_token for z in c.zones), 5, "new fences")
+
+        def successor_writes() -> list[float]:
+            audit = c.store.audit()
+            return [e.start for e in audit if e.writer == successor and e.op == "apply" and e.start > crashed]
+
+        # the successor takes every fence first and writes after (fence-first acquisition): await a write
+        await wait_for(lambda: bool(successor_writes()), 5, "the successor's first write")
         audit = c.store.audit()
         old = [e.end for e in audit if e.writer == leader and e.outcome == "ok" and e.op == "apply"]
         new = [e.start for e in audit if e.writer == successor and e.op == "apply" and e.start > crashed]
