@@ -299,16 +299,25 @@ class SourceWatcher:
     async def _served_version(self, resource: Resource, namespace: str) -> Resource:
         """The resource at the first of its versions the API serves; the newest version's KubeError when
         none is."""
+        versions = (resource.version, *resource.older_versions)
         first: KubeError | None = None
-        for version in (resource.version, *resource.older_versions):
-            candidate = replace(resource, version=version)
+        for i, version in enumerate(versions):
             try:
-                await self.kube.list(candidate, namespace=namespace, limit=1)
-                return candidate
+                await self.kube.list(replace(resource, version=version), namespace=namespace, limit=1)
             except KubeError as exc:
                 if not exc.not_found:
                     raise
                 first = first or exc
+                continue
+            # A CRD installed between two probes serves all its versions at once: ask the newer ones again
+            for newer in versions[:i]:
+                try:
+                    await self.kube.list(replace(resource, version=newer), namespace=namespace, limit=1)
+                    return replace(resource, version=newer)
+                except KubeError as exc:
+                    if not exc.not_found:
+                        raise
+            return replace(resource, version=version)
         assert first is not None
         raise first
 
