@@ -94,6 +94,7 @@ class ShardedOwnership:
         async with anyio.create_task_group() as tg:
             self._scope = tg.cancel_scope
             host.zones_changed.forward_to(self._wake)
+            host.zones_changed.forward_to(self.coordinator.zones_changed)
             self.coordinator.zones = lambda: host.zones  # what the slot table is balanced on
             tg.start_soon(self.members.run)
             tg.start_soon(self.watch.run)

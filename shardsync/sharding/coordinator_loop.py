@@ -210,7 +210,9 @@ class CoordinatorLoop:
         members.on_coordinator_lease = self.candidate.watched
         self.name = configmap_name(site.instance)
         self._wake = Notifier()
-        for source in (self.candidate.changed, members.changed, watch.changed):
+        # Raised by the owner when its zone set changes: zones that appear may call for an even table now.
+        self.zones_changed = Notifier()
+        for source in (self.candidate.changed, members.changed, watch.changed, self.zones_changed):
             source.forward_to(self._wake)
         self._publisher: Publisher | None = None
         self._rv: str | None = None  # resourceVersion of the ConfigMap as we last read or wrote it

@@ -170,7 +170,12 @@ class Publisher:
             # The first set seen is the baseline (a new coordinator changes nothing by itself, rule 7), and
             # an empty set has nothing to balance: neither asks for a check.
             first = self._zones_seen is None
-            self._zones_seen, self._zones_since, self._zones_checked = zones, now, first or not zones
+            # Zones appearing on a table balanced on no zones at all (the replicas started before the
+            # provider had any) are checked at once: every replica starts on them now, so each second of
+            # settling is spent on the blind table's imbalance and the evening then moves zones mid-way.
+            blind = not first and not _names(self._zones_seen)
+            self._zones_seen, self._zones_checked = zones, first or not zones
+            self._zones_since = now - self.config.settle if blind else now
 
     def _uneven(self, now: float) -> bool:
         """Whether the zones, quiet for `settle` since they last changed, sit unevenly on the published
@@ -182,7 +187,7 @@ class Publisher:
             return False
         self._zones_checked = True
         weights = {m.identity: m.weight for m in current.members}
-        names = list(zones) if isinstance(zones, Iterable) else []
+        names = _names(zones)
         if not current.slots or len(names) < MIN_PER_MEMBER * len(weights):
             return False
         return imbalance(current.slots, weights, names) > TOLERANCE
@@ -213,3 +218,7 @@ class Publisher:
             p = self._pending
             times.append(min(p.last_change + self.config.settle, p.first_change + self.config.max_delay))
         return min(times) if times else None
+
+
+def _names(zones: object) -> list[str]:
+    return list(zones) if isinstance(zones, Iterable) else []
