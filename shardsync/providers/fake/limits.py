@@ -102,8 +102,9 @@ def _never_throttled() -> str | None:
 
 @dataclass(slots=True)
 class _Client:
-    """Per-client gate state: calls in flight and the token bucket."""
+    """Per-client gate state: calls in flight, the client's own waiters, and the token bucket."""
 
+    slot_freed: threading.Condition  # on the gate's lock: a call ending wakes one waiter of its own client
     in_flight: int = 0
     tokens: float = 0.0
     refilled: float = 0.0
@@ -130,7 +131,7 @@ class Gate:
         self._clock = clock
         self._wall_clock = wall_clock
         self._sleep = sleep
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._clients: dict[str, _Client] = {}
 
     @property
@@ -138,27 +139,27 @@ class Gate:
         return self._limits
 
     def set_limits(self, limits: Limits) -> None:
-        with self._cond:
+        with self._lock:
             self._limits = limits
             for state in self._clients.values():
                 state.primed = False  # refill buckets to the new size
-            self._cond.notify_all()  # waiters re-check against a raised concurrency limit
+                state.slot_freed.notify_all()  # waiters re-check against a raised concurrency limit
 
     @contextmanager
     def call(self, client: str) -> Iterator[tuple[float, float]]:
         """Admit one call of `client` (FakeThrottledError when refused); yields its start (monotonic, wall),
         taken when it got its slot, before the latency."""
         limits = self._limits
-        with self._cond:
+        with self._lock:
             self._admit(client, limits)
-            state = self._clients.setdefault(client, _Client())
+            state = self._client(client)
             if limits.concurrency is not None:
 
                 def has_slot() -> bool:
                     limit = self._limits.concurrency
                     return limit is None or state.in_flight < limit
 
-                if not self._cond.wait_for(has_slot, timeout=limits.queue_timeout):
+                if not state.slot_freed.wait_for(has_slot, timeout=limits.queue_timeout):
                     raise FakeThrottledError(
                         f"client {client}: {state.in_flight} calls in flight (limit {limits.concurrency})",
                         retry_after=max(limits.latency, 0.1),
@@ -170,9 +171,18 @@ class Gate:
                 self._sleep(limits.latency)
             yield started
         finally:
-            with self._cond:
+            with self._lock:
                 state.in_flight -= 1
-                self._cond.notify_all()
+                # One slot freed: wake one waiter of this client (FIFO), not every waiter of every client,
+                # which cost the server a thread wake-up per waiting call on every call's end.
+                state.slot_freed.notify()
+
+    def _client(self, client: str) -> _Client:
+        # Called with the gate lock held.
+        state = self._clients.get(client)
+        if state is None:
+            state = self._clients[client] = _Client(threading.Condition(self._lock))
+        return state
 
     def _admit(self, client: str, limits: Limits) -> None:
         # Called with the gate lock held.
@@ -181,7 +191,7 @@ class Gate:
             raise FakeThrottledError(reason)
         if limits.rate is None:
             return
-        state = self._clients.setdefault(client, _Client())
+        state = self._client(client)
         now = self._clock()
         size = limits.bucket_size
         if state.primed:
