@@ -31,12 +31,12 @@ from shardsync.backoff import Backoff
 from shardsync.batches import counts_of, halves
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint, fingerprint
+from shardsync.endpoint import Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.ownership.port import ZoneStatus
-from shardsync.plan import Conflict, Policy, Skipped, plan
+from shardsync.plan import Policy, plan
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -47,10 +47,11 @@ from shardsync.providers.base import (
     Rejected,
     ThrottledError,
     adjuster_of,
+    read_if_changed,
 )
 from shardsync.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
-from shardsync.sources.table import event_ref
+from shardsync.zone_reports import ZoneReports
 
 log = get_logger(__name__)
 
@@ -75,14 +76,18 @@ SYNC_SECONDS = Histogram(
 RECONCILES = Counter("shardsync_reconciles_total", "Zone reconciles, by result", ["result"])
 CHANGES = Counter("shardsync_changes_applied_total", "Record changes applied, by type", ["type"])
 PROVIDER_ERRORS = Counter("shardsync_provider_errors_total", "Provider call failures, by kind", ["kind"])
-REJECTED = Counter("shardsync_records_rejected_total", "Records the provider refused (others applied)")
-CONFLICTS = Counter(
-    "shardsync_conflicts_total",
-    "Records claimed by several source objects where one object's endpoint won (as external-dns resolves it)",
-)
-SKIPPED = Counter("shardsync_changes_skipped_total", "Changes not made because of ownership", ["reason"])
 FENCED = Counter("shardsync_fenced_writes_total", "Writes the provider refused because of the zone fence")
 OWNED = Gauge("shardsync_owned_zones", "Zones this replica reconciles")
+
+
+@dataclass(slots=True)
+class _Steady:
+    """A zone's last plan that had nothing to do: what it was planned from (the desired endpoints' version,
+    the records' fingerprint) and the provider's version of those records (None: it names none)."""
+
+    desired: tuple[int, int]
+    records: int
+    provider_version: str | None
 
 
 class _InFlight:
@@ -132,11 +137,13 @@ class Worker:
     _inflight: dict[str, _InFlight] = field(default_factory=dict, init=False)
     _backoff: dict[str, Backoff] = field(default_factory=dict, init=False)
     _wake: Notifier = field(default_factory=Notifier, init=False)
-    # zone → (desired version, records fingerprint) of its last plan that had nothing to do: the steady state
-    _unchanged: dict[str, tuple[tuple[int, int], int]] = field(default_factory=dict, init=False)
+    # zone → its last plan that had nothing to do: the steady state
+    _unchanged: dict[str, _Steady] = field(default_factory=dict, init=False)
+    _reports: ZoneReports = field(init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
+        self._reports = ZoneReports(self.events)
         self._schedule = ZoneSchedule(interval=self.options.interval, event_delay=self.options.event_delay)
 
     # -- the ZoneWorker port (shardsync.ownership.port) ------------------------------------------
@@ -301,9 +308,17 @@ class Worker:
         """One zone, source to provider."""
         await self._acquire_fence(zone, status)  # normally taken already, as the zone's first step
         registry = self.registry  # the owner id and managed types are the registry's (one home)
-        records = await self.provider.records(zone)
+        steady = self._unchanged.get(zone)
+        wanted = self.desired.version(zone)
+        seen = steady.provider_version if steady is not None and steady.desired == wanted else None
+        version, records = await read_if_changed(self.provider, zone, seen)
+        if records is None:  # the provider's zone is still as at a plan that had nothing to do
+            if self.desired.version(zone) == wanted:
+                return
+            version, records = None, await self.provider.records(zone)  # desired changed meanwhile
         inputs = (self.desired.version(zone), fingerprint(records))
-        if self._unchanged.get(zone) == inputs:
+        if steady is not None and (steady.desired, steady.records) == inputs:
+            steady.provider_version = version
             return  # the records read and the desired endpoints are as at a plan that had nothing to do
         self._unchanged.pop(zone, None)
         view = registry.read(records)
@@ -320,12 +335,12 @@ class Worker:
             domains=self.options.domains,
         )
         status.records, status.desired = len(view.current), len(desired)
-        self._report_conflicts(zone, result.conflicts)
-        self._report_skipped(zone, result.skipped)
+        self._reports.conflicts(zone, result.conflicts)
+        self._reports.skipped(zone, result.skipped, status.skipped_seen)
         changes = result.changes if self.guard is None else self.guard(zone, result.changes, view.current)
         counts = await self._apply(zone, status, changes, view)
         if result.changes.is_empty() and not result.conflicts:
-            self._unchanged[zone] = inputs
+            self._unchanged[zone] = _Steady(*inputs, version)
         if any(counts.values()):
             log.info(
                 "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",
@@ -342,7 +357,7 @@ class Worker:
         on the plan, before ownership records are added, so a record and its TXT record never part.
         """
         owned = self.registry.with_ownership(planned, view)
-        self._report_skipped(zone, owned.skipped)
+        self._reports.skipped(zone, owned.skipped, status.skipped_seen)
         changes = owned.changes
         counts = counts_of(changes)
         if changes.is_empty() or self.options.dry_run:
@@ -355,14 +370,14 @@ class Worker:
             with anyio.CancelScope(shield=True):
                 await self.provider.apply(zone, changes, status.fence)
         except RecordsRejectedError as exc:
-            self._report_rejected(zone, exc.rejected)
+            self._reports.rejected(zone, exc.rejected)
             counts = counts_of(changes, {r.endpoint.key for r in exc.rejected})
         except BatchRejectedError as exc:
             if len(planned) <= 1:
                 rejected = [
                     Rejected(ep, str(exc)) for ep in planned.create + planned.update_new + planned.delete
                 ]
-                self._report_rejected(zone, rejected)
+                self._reports.rejected(zone, rejected)
                 return {"create": 0, "update": 0, "delete": 0}
             counts = {"create": 0, "update": 0, "delete": 0}
             for half in halves(planned):
@@ -373,61 +388,6 @@ class Worker:
             if n:
                 CHANGES.labels(kind).inc(n)
         return counts
-
-    # -- reporting ---------------------------------------------------------------------------------
-
-    def _report_conflicts(self, zone: str, conflicts: list[Conflict]) -> None:
-        for conflict in conflicts:
-            CONFLICTS.inc()
-            winner = conflict.winner.labels.get(RESOURCE_LABEL, "?")
-            for loser in conflict.loser_resources:
-                message = (
-                    f"{conflict.winner.dns_name} {conflict.winner.record_type} is published from {winner}; "
-                    f"this object's endpoint is not ({conflict.reason})"
-                )
-                log.warning(
-                    "name conflict", zone=zone, name=conflict.winner.dns_name, winner=winner, loser=loser
-                )
-                self._event(loser, "DNSNameConflict", message)
-
-    def _report_skipped(self, zone: str, skipped: list[Skipped]) -> None:
-        # The same skipped change comes back every pass: log it once per zone, count it every time.
-        status = self.statuses.get(zone)
-        seen = status.skipped_seen if status is not None else set()
-        for item in skipped:
-            SKIPPED.labels(str(item.reason)).inc()
-            mark = (item.endpoint.key, str(item.reason))
-            if mark in seen:
-                continue
-            seen.add(mark)
-            log.info(
-                "change skipped",
-                zone=zone,
-                name=item.endpoint.dns_name,
-                type=item.endpoint.record_type,
-                reason=str(item.reason),
-                owner=item.owner,
-            )
-
-    def _report_rejected(self, zone: str, rejected_list: list[Rejected]) -> None:
-        for rejected in rejected_list:
-            REJECTED.inc()
-            log.error(
-                "record rejected by the provider",
-                zone=zone,
-                name=rejected.endpoint.dns_name,
-                type=rejected.endpoint.record_type,
-                reason=rejected.reason,
-            )
-            resource = rejected.endpoint.labels.get(RESOURCE_LABEL, "")
-            self._event(resource, "DNSRecordRejected", str(rejected))
-
-    def _event(self, resource: str, reason: str, message: str) -> None:
-        """An Event on the source object an endpoint's `resource` label names (the source table knows its
-        kind and apiVersion)."""
-        ref = event_ref(resource)
-        if self.events is not None and ref is not None:
-            self.events.record(ref, reason, message)
 
     def totals(self) -> tuple[int, int]:
         """(records, desired endpoints) over the owned zones, for the external-dns gauges."""

@@ -143,6 +143,30 @@ class Provider(Protocol):
 
 
 @runtime_checkable
+class ReadsIfChanged(Protocol):
+    """Optional beside Provider: a conditional read, for the steady state (a zone read again every interval
+    and found as it was). `records_if_changed(zone, version)` returns the zone's version and its records
+    (`records(zone)`), or `(version, None)` without reading the records when the zone is still at
+    `version`, the version an earlier answer named. Any change of the zone at the provider, ours or
+    anyone's, gives it a new version; a version of None means the provider cannot tell one this time
+    (then the caller never passes one). The fake provider has one (an HTTP ETag and 304); a provider
+    without one is read in full every time, as external-dns does."""
+
+    async def records_if_changed(
+        self, zone: str, version: str | None
+    ) -> tuple[str | None, list[Endpoint] | None]: ...
+
+
+async def read_if_changed(
+    provider: Provider, zone: str, version: str | None
+) -> tuple[str | None, list[Endpoint] | None]:
+    """The provider's conditional read when it has one (ReadsIfChanged), else its plain read, unversioned."""
+    if isinstance(provider, ReadsIfChanged):
+        return await provider.records_if_changed(zone, version)
+    return None, await provider.records(zone)
+
+
+@runtime_checkable
 class AdjustsDesired(Protocol):
     """Optional beside Provider: a provider that lists records in a form of its own (aws: alias records,
     explicit defaults) rewrites the desired endpoints the same way before they are planned, as external-dns's

@@ -39,7 +39,7 @@ from prometheus_client import Counter, Gauge
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import get_logger
-from shardsync.providers.base import FenceToken, MultiRequest, Provider, ThrottledError
+from shardsync.providers.base import FenceToken, MultiRequest, Provider, ThrottledError, read_if_changed
 from shardsync.token_bucket import TokenBucket
 
 log = get_logger(__name__)
@@ -194,6 +194,13 @@ class BudgetedProvider:
 
     async def records(self, zone: str) -> list[Endpoint]:
         return await self._call("records", lambda: self.inner.records(zone))
+
+    async def records_if_changed(
+        self, zone: str, version: str | None
+    ) -> tuple[str | None, list[Endpoint] | None]:
+        """The inner provider's conditional read, paced and counted as a read (base.ReadsIfChanged); a
+        plain read when it has none."""
+        return await self._call("records", lambda: read_if_changed(self.inner, zone, version))
 
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
         await self._call("apply", lambda: self.inner.apply(zone, changes, fence))

@@ -106,6 +106,21 @@ async def test_client_fencing(client: FakeHTTPProvider, server: FakeServer, admi
 
 
 @pytest.mark.anyio
+async def test_a_conditional_read_over_http(
+    client: FakeHTTPProvider, server: FakeServer, store: FakeStore
+) -> None:
+    version, records = await client.records_if_changed(Z0, None)
+    assert version is not None and records == store.peek(Z0)
+    assert await client.records_if_changed(Z0, version) == (version, None)
+    async with httpx.AsyncClient(timeout=5) as http:
+        raw = await http.get(f"{server.url}/v1/zones/{Z0}/records", headers={"If-None-Match": f'"{version}"'})
+    assert (raw.status_code, raw.content, raw.headers["ETag"]) == (304, b"", f'"{version}"')
+    store.apply(Z0, Changes(delete=[store.peek(Z0)[0]]), writer="someone")  # a change behind our back
+    changed, records = await client.records_if_changed(Z0, version)
+    assert changed != version and records == store.peek(Z0)
+
+
+@pytest.mark.anyio
 async def test_error_mapping(client: FakeHTTPProvider, admin: FakeAdmin) -> None:
     with pytest.raises(ProviderError, match="unknown zone") as info:
         await client.records("nope.example")

@@ -103,6 +103,34 @@ def test_delete_then_create_same_rrset_in_one_batch(store: FakeStore) -> None:
     assert store.records(Z0)[0].targets == ("10.7.7.7",)
 
 
+def test_a_conditional_read_answers_unchanged_until_any_write_to_the_zone(store: FakeStore) -> None:
+    version, records = store.records_if_changed(Z0)
+    assert records == store.peek(Z0)
+    assert store.records_if_changed(Z0, seen=version) == (version, None)
+    store.acquire_fence(Z0, FenceToken(1, "r0"))  # the fence is not among the records: same version
+    assert store.records_if_changed(Z0, seen=version) == (version, None)
+    store.apply(Z1, Changes(create=[a("new.zone-0001.example")]), writer="r0")  # another zone
+    assert store.records_if_changed(Z0, seen=version) == (version, None)
+    store.apply(Z0, Changes(delete=[store.peek(Z0)[0]]), writer="someone")
+    changed, records = store.records_if_changed(Z0, seen=version)
+    assert changed != version and records == store.peek(Z0)
+    store.add_zone(Z0, records)  # replaced, even with the same records: a new version
+    assert store.records_if_changed(Z0, seen=changed)[1] == records
+    other = FakeStore()  # another store (a restarted server) never matches this one's versions
+    other.seed(1, 2)
+    assert other.records_if_changed(Z0, seen=store.records_if_changed(Z0)[0])[1] == other.peek(Z0)
+
+
+def test_a_conditional_read_is_a_gated_call(store: FakeStore) -> None:
+    version, _ = store.records_if_changed(Z0)
+    store.set_faults(Faults(throttle_next=1))
+    with pytest.raises(ThrottledError):
+        store.records_if_changed(Z0, seen=version)
+    store.set_faults(Faults(fail_zones=frozenset({Z0})))
+    with pytest.raises(InjectedError):
+        store.records_if_changed(Z0, seen=version)
+
+
 def test_unknown_zone(store: FakeStore) -> None:
     with pytest.raises(UnknownZoneError):
         store.records("nope.example")

@@ -232,6 +232,58 @@ async def test_a_gained_zone_is_planned_only_once_its_desired_endpoints_are_rebu
         assert names(store)[("www.ex.com", "A")] == ("192.0.2.1",)
 
 
+class CountingReads(FakeProvider):
+    """The in-process fake provider, counting its reads: conditional ones answered "unchanged", and full."""
+
+    def __init__(self, store: FakeStore) -> None:
+        super().__init__(store, "r0")
+        self.unchanged = self.full = 0
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        self.full += 1
+        return await super().records(zone)
+
+    async def records_if_changed(
+        self, zone: str, version: str | None
+    ) -> tuple[str | None, list[Endpoint] | None]:
+        answer = await super().records_if_changed(zone, version)
+        if answer[1] is None:
+            self.unchanged += 1
+        else:
+            self.full += 1
+        return answer
+
+
+async def test_the_steady_state_is_a_conditional_read_and_a_change_at_the_provider_is_reverted() -> None:
+    """A provider that names versions (base.ReadsIfChanged) is asked "changed since?" once a plan had
+    nothing to do, and answers without the records; a record changed behind our back changes the version,
+    and the zone is read in full and repaired at that pass; a desired change is read in full too."""
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    provider = CountingReads(store)
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=4)
+    worker = Worker(provider, TxtRegistry(owner_id="shard"), desired, options)
+    async with running(worker):
+        worker.own(ZONE)
+        for syncs in (1, 2):  # the write, then the plan with nothing to do
+            worker.mark_dirty([ZONE])
+            await eventually(lambda n=syncs: worker.statuses[ZONE].syncs >= n)  # type: ignore[misc]
+        full = provider.full
+        for syncs in (3, 4, 5):
+            worker.mark_dirty([ZONE])
+            await eventually(lambda n=syncs: worker.statuses[ZONE].syncs >= n)  # type: ignore[misc]
+        assert (provider.unchanged, provider.full) == (3, full)
+        [record] = [e for e in store.peek(ZONE) if e.record_type == "A"]
+        store.apply(ZONE, Changes(delete=[record]), writer="someone-else")
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.1",))
+        assert provider.full == full + 1
+        worker.mark_dirty(desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.9")]))
+        await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.9",))
+
+
 async def test_an_unchanged_zone_is_not_planned_again_but_a_changed_read_is() -> None:
     """The steady-state check: the same records read and the same desired endpoints skip the plan; a record
     changed behind our back (another writer) changes the read, and the zone is repaired."""

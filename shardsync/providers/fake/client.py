@@ -124,42 +124,54 @@ class FakeHTTPProvider:
             )
         return self._http
 
-    async def _request(self, method: str, path: str, body: Any = None) -> Any:
-        """The answer's JSON body (None when it has none); errors as the module docstring maps them."""
+    async def _request(
+        self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None
+    ) -> tuple[Any, str | None]:
+        """The answer's JSON body (None when it has none, as a 304) and its ETag; errors as the module
+        docstring maps them."""
         what = f"fake provider {method} {path}"
         data = None if body is None else orjson.dumps(body)
+        if body is not None:
+            headers = {**_JSON_HEADERS, **(headers or {})}
         try:
-            async with self._session().request(
-                method, self.url + path, data=data, headers=None if body is None else _JSON_HEADERS
-            ) as resp:
+            async with self._session().request(method, self.url + path, data=data, headers=headers) as resp:
                 content = await resp.read()
                 status = resp.status
                 retry = resp.headers.get("Retry-After", "1")
+                etag = resp.headers.get("ETag")
         except TimeoutError as exc:
             raise UnreachableError(f"{what}: no answer within {self._timeout:g}s") from exc
         except aiohttp.ClientError as exc:
             raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
         if status >= 400:
             _raise_status(status, f"{what}: {status} {_message_of(content)}", _seconds(retry))
-        return orjson.loads(content) if content else None
+        return (orjson.loads(content) if content else None), etag
 
     async def zones(self) -> list[str]:
-        return [str(z) for z in (await self._request("GET", "/v1/zones"))["zones"]]
+        return [str(z) for z in (await self._request("GET", "/v1/zones"))[0]["zones"]]
 
     async def records(self, zone: str) -> list[Endpoint]:
         """Every record of the zone, page by page when the server's profile pages listings."""
+        return (await self.records_if_changed(zone, None))[1] or []
+
+    async def records_if_changed(
+        self, zone: str, version: str | None
+    ) -> tuple[str | None, list[Endpoint] | None]:
+        """base.ReadsIfChanged over the server's ETag: with `version`, the first page is asked for with
+        `If-None-Match`, and a 304 (the zone unchanged) reads nothing."""
         path = _zone_path(zone, "records")
-        out: list[Endpoint] = []
-        after: Any = None
-        while True:
-            if after is not None:
-                await self.pacer("records")
-            query = "" if after is None else "?" + urlencode({"after": orjson.dumps(after).decode()})
-            data = await self._request("GET", path + query)
+        condition = None if version is None else {"If-None-Match": f'"{version}"'}
+        data, etag = await self._request("GET", path, headers=condition)
+        current = etag.strip('"') if etag else None
+        if data is None:  # 304: still at `version`
+            return current or version, None
+        out = _endpoints(data["records"], f"fake provider GET {path}")
+        while (after := data.get("next")) is not None:
+            await self.pacer("records")
+            query = "?" + urlencode({"after": orjson.dumps(after).decode()})
+            data, _ = await self._request("GET", path + query)
             out.extend(_endpoints(data["records"], f"fake provider GET {path}"))
-            after = data.get("next")
-            if after is None:
-                return out
+        return current, out
 
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
         body = {

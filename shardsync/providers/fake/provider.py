@@ -41,6 +41,11 @@ class FakeProvider:
     async def records(self, zone: str) -> list[Endpoint]:
         return await self._run(partial(self.store.records, zone, self.identity))
 
+    async def records_if_changed(
+        self, zone: str, version: str | None
+    ) -> tuple[str | None, list[Endpoint] | None]:
+        return await self._run(partial(self.store.records_if_changed, zone, self.identity, seen=version))
+
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
         await self._run(partial(self.store.apply, zone, changes, fence, writer=self.identity))
 

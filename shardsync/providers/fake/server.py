@@ -8,7 +8,9 @@ Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself
 - `GET /v1/zones` → `{"zones": [...]}`
 - `GET /v1/zones/{zone}/records[?after=KEY&limit=N]` → `{"records": [Endpoint JSON...], "next": KEY or null}`:
   one page (all records unless the profile or `limit` cuts it); KEY is the JSON [name, type, set id] of the
-  last record returned, passed back as `after` for the next page
+  last record returned, passed back as `after` for the next page. The first page carries the zone's version
+  as its `ETag`; a first-page request with `If-None-Match: <that ETag>` answers 304 without a body while the
+  zone's records are unchanged (a conditional read: a provider call all the same, gated and faulted alike)
 - `POST /v1/zones/{zone}/changes` with `{"changes": Changes JSON, "fence": token text or null, "writer",
   "generation"}` → 204
 - `POST /v1/zones/{zone}/fence` with `{"token": token text, "writer"}` → 204
@@ -196,15 +198,18 @@ class _Handler(BaseHTTPRequestHandler):
         return orjson.loads(self.rfile.read(length))
 
     def _send(self, reply: _Reply) -> None:
+        # The status line, headers and body in one write: written apart (as send_response, end_headers
+        # and a body write do), they leave as two segments and wake the client twice per answer.
+        lines = [f"{self.protocol_version} {reply.status} {HTTPStatus(reply.status).phrase}"]
+        if reply.body:
+            lines.append(f"Content-Type: {reply.content_type}")
+        if reply.status != HTTPStatus.NOT_MODIFIED:  # a 304 has no body, so no length of one
+            lines.append(f"Content-Length: {len(reply.body)}")
+        lines.extend(f"{name}: {value}" for name, value in reply.headers.items())
+        head = "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
+        self.log_request(reply.status)
         try:
-            self.send_response(reply.status)
-            if reply.body:
-                self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(reply.body)))
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(reply.body)
+            self.wfile.write(head + reply.body)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -243,8 +248,13 @@ class _Handler(BaseHTTPRequestHandler):
             case "GET", ["v1", "zones", zone, "records"]:
                 after = _key(query.get("after"))
                 limit = _optional_int(query.get("limit"))
-                page, nxt = store.records_page(zone, self._client, after=after, limit=limit)
-                return _Reply(200, {"records": [r.to_json() for r in page], "next": nxt and list(nxt)})
+                seen = _etag_value(self.headers.get("If-None-Match")) if after is None else None
+                version, page, nxt = store.listing(zone, self._client, after=after, limit=limit, seen=seen)
+                etag = {"ETag": f'"{version}"'} if after is None else None
+                if page is None:
+                    return _Reply(HTTPStatus.NOT_MODIFIED, headers=etag)
+                body = {"records": [r.to_json() for r in page], "next": nxt and list(nxt)}
+                return _Reply(200, body, headers=etag)
             case "POST", ["v1", "zones", zone, "changes"]:
                 data = _object(body)
                 store.apply(
@@ -311,6 +321,13 @@ class _Handler(BaseHTTPRequestHandler):
                 store.add_zone(data["zone"], [Endpoint.from_json(item) for item in items])
                 return _NO_CONTENT
         return _error(404, "not-found", f"no route for {method} {self.path}")
+
+
+def _etag_value(header: str | None) -> str | None:
+    """The version an `If-None-Match` names (one quoted ETag, as the client sends it), or None."""
+    if not header:
+        return None
+    return header.strip().removeprefix("W/").strip('"') or None
 
 
 def _object(body: Any) -> Mapping[str, Any]:

@@ -21,6 +21,7 @@ of seed.py.
 from __future__ import annotations
 
 import bisect
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -69,6 +70,11 @@ class FakeStore:
         self._data = threading.Lock()
         self._zones: dict[str, dict[Key, Endpoint]] = {}
         self._fences: dict[str, FenceToken] = {}
+        # Each zone's version, for conditional reads: a new value whenever its records change. The store's
+        # own random prefix keeps a version seen from another store (a restarted server) from matching.
+        self._versions: dict[str, str] = {}
+        self._prefix = secrets.token_hex(4)
+        self._serial = 0
         self._index: ZoneIndex | None = None
         self._audit = AuditLog(audit_limit, clock=clock, wall_clock=wall_clock)
 
@@ -100,6 +106,7 @@ class FakeStore:
         zone = normalize_name(zone)
         with self._data:
             self._zones[zone] = {r.key: r for r in records}
+            self._changed(zone)
             self._index = None
 
     def seed(self, zones: int, records_per_zone: int) -> list[str]:
@@ -109,6 +116,7 @@ class FakeStore:
             for i, name in enumerate(names):
                 if name not in self._zones:
                     self._zones[name] = {r.key: r for r in seeded_records(i, name, records_per_zone)}
+                    self._changed(name)
             self._index = None
         return names
 
@@ -150,25 +158,53 @@ class FakeStore:
 
     def records(self, zone: str, client: str = ANONYMOUS) -> list[Endpoint]:
         """Every record of the zone: one call, or under a profile with pages one call per page."""
-        out, after = self.records_page(zone, client)
+        return self.records_if_changed(zone, client)[1] or []
+
+    def records_if_changed(
+        self, zone: str, client: str = ANONYMOUS, *, seen: str | None = None
+    ) -> tuple[str, list[Endpoint] | None]:
+        """The zone's version and every record (as `records`); or (version, None) when the zone is still at
+        version `seen`: then the first call answers that alone, listing nothing (an HTTP 304)."""
+        version, out, after = self.listing(zone, client, seen=seen)
+        if out is None:
+            return version, None
         while after is not None:
-            page, after = self.records_page(zone, client, after=after)
-            out.extend(page)
-        return out
+            _, page, after = self.listing(zone, client, after=after)
+            out.extend(page or ())
+        return version, out
 
     def records_page(
         self, zone: str, client: str = ANONYMOUS, *, after: Key | None = None, limit: int | None = None
     ) -> tuple[list[Endpoint], Key | None]:
         """One listing call: the zone's records sorted by key, from just after `after`, at most `limit` and
         the profile's page size; with the key to pass as `after` for the next page (None: the last page)."""
+        _, page, nxt = self.listing(zone, client, after=after, limit=limit)
+        return page or [], nxt
+
+    def listing(
+        self,
+        zone: str,
+        client: str = ANONYMOUS,
+        *,
+        after: Key | None = None,
+        limit: int | None = None,
+        seen: str | None = None,
+    ) -> tuple[str, list[Endpoint] | None, Key | None]:
+        """One listing call as `records_page`, with the zone's version read in the same step; with `seen`,
+        conditional: (version, None, None) when the zone is still at that version. A conditional call
+        passes the gate, the profile and the injected faults like any listing: only the answer is small."""
         zone = normalize_name(zone)
         self._enforcer.admit()
         with self._gate.call(client), self._data:
             self._faults.check_zone(zone)
-            records = sorted(self._zone(zone).values(), key=lambda e: e.key)
+            current = self._zone(zone)
+            version = self._versions[zone]
+            if seen is not None and seen == version:
+                return version, None, None
+            records = sorted(current.values(), key=lambda e: e.key)
         start = 0 if after is None else bisect.bisect_right([r.key for r in records], after)
         page, more = self._enforcer.page(records, start, limit)
-        return page, (page[-1].key if more is not None and page else None)
+        return version, page, (page[-1].key if more is not None and page else None)
 
     def all_records(self, client: str = ANONYMOUS) -> list[Endpoint]:
         """Every zone's records in one call (the webhook protocol is not zone-scoped)."""
@@ -218,6 +254,7 @@ class FakeStore:
                     self._audit.record("apply", zone, writer, generation, fence, started, exc)
                     raise
                 _commit(self._zones[zone], staged)
+                self._changed(zone)
                 self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
         finally:
             self._enforcer.end_change(zone)
@@ -249,6 +286,7 @@ class FakeStore:
                 raise
             for zone, zone_staged in staged.items():
                 _commit(self._zones[zone], zone_staged)
+                self._changed(zone)
                 self._audit.record("apply", zone, writer, None, None, started, len(parts[zone]))
 
     def acquire_fence(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
@@ -285,6 +323,10 @@ class FakeStore:
             return self._zones[zone]
         except KeyError:
             raise UnknownZoneError(f"unknown zone {zone!r}") from None
+
+    def _changed(self, zone: str) -> None:
+        self._serial += 1
+        self._versions[zone] = f"{self._prefix}-{self._serial}"
 
     def _zone_index(self) -> ZoneIndex:
         if self._index is None:
