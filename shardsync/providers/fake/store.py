@@ -16,6 +16,10 @@ apply without a token is unfenced and always allowed (active/passive mode, the w
 
 Every write that passed the gate is audited (audit.py), refused ones too; `seed` adds zones by the layout
 of seed.py.
+
+Each zone has a version, new whenever its records change (a write, `add_zone`): `records_if_changed` with
+the version a caller saw answers "unchanged" without listing (base.ReadsIfChanged; the server's ETag and
+304). The fence is not among the records, so taking it leaves the version alone.
 """
 
 from __future__ import annotations
