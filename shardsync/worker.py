@@ -74,6 +74,7 @@ SYNC_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 RECONCILES = Counter("shardsync_reconciles_total", "Zone reconciles, by result", ["result"])
+RECONCILED_OK = RECONCILES.labels("ok")
 CHANGES = Counter("shardsync_changes_applied_total", "Record changes applied, by type", ["type"])
 PROVIDER_ERRORS = Counter("shardsync_provider_errors_total", "Provider call failures, by kind", ["kind"])
 FENCED = Counter("shardsync_fenced_writes_total", "Writes the provider refused because of the zone fence")
@@ -140,6 +141,8 @@ class Worker:
     # zone → its last plan that had nothing to do: the steady state
     _unchanged: dict[str, _Steady] = field(default_factory=dict, init=False)
     _reports: ZoneReports = field(init=False)
+    # zone → its children of ZONE_LAST_SYNC and ZONE_SYNC_SECONDS, looked up once per ownership
+    _gauges: dict[str, tuple[Gauge, Gauge]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
@@ -165,6 +168,7 @@ class Worker:
         self._schedule.remove(zone)
         if self.statuses.pop(zone, None) is not None:
             OWNED.set(len(self.statuses))
+            self._gauges.pop(zone, None)
             for gauge in (ZONE_LAST_SYNC, ZONE_SYNC_SECONDS):
                 with contextlib.suppress(KeyError):  # never synced: no series to drop
                     gauge.remove(zone)
@@ -243,15 +247,22 @@ class Worker:
             return retry_in
         elapsed = self.clock() - started
         self._backoff.pop(zone, None)
-        RECONCILES.labels("ok").inc()
+        RECONCILED_OK.inc()
         SYNC_SECONDS.observe(elapsed)
         now_wall = time.time()
         status.last_sync, status.last_sync_seconds, status.last_error = now_wall, elapsed, ""
         status.syncs += 1
         LAST_SYNC.set(now_wall)
-        ZONE_LAST_SYNC.labels(zone).set(now_wall)
-        ZONE_SYNC_SECONDS.labels(zone).set(elapsed)
+        last_sync, sync_seconds = self._zone_gauges(zone)
+        last_sync.set(now_wall)
+        sync_seconds.set(elapsed)
         return None
+
+    def _zone_gauges(self, zone: str) -> tuple[Gauge, Gauge]:
+        gauges = self._gauges.get(zone)
+        if gauges is None:
+            gauges = self._gauges[zone] = (ZONE_LAST_SYNC.labels(zone), ZONE_SYNC_SECONDS.labels(zone))
+        return gauges
 
     async def _guarded(
         self, zone: str, status: ZoneStatus, step: Callable[[str, ZoneStatus], Awaitable[None]]

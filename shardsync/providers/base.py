@@ -161,8 +161,11 @@ async def read_if_changed(
     provider: Provider, zone: str, version: str | None
 ) -> tuple[str | None, list[Endpoint] | None]:
     """The provider's conditional read when it has one (ReadsIfChanged), else its plain read, unversioned."""
-    if isinstance(provider, ReadsIfChanged):
-        return await provider.records_if_changed(zone, version)
+    # getattr, not isinstance: a runtime protocol check costs more than the rest of a steady reconcile.
+    conditional = getattr(provider, "records_if_changed", None)
+    if conditional is not None:
+        answer: tuple[str | None, list[Endpoint] | None] = await conditional(zone, version)
+        return answer
     return None, await provider.records(zone)
 
 

@@ -29,6 +29,7 @@ the worker's backoff takes over. Without a rate limit it only counts.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -64,6 +65,12 @@ RATE = Gauge(
     "shardsync_provider_budget_rate",
     "Provider calls a second this replica allows itself now (its share, lower after throttling)",
 )
+
+
+@functools.cache
+def _calls(kind: str) -> Counter:
+    """CALLS' child for `kind`, looked up once (labels() takes a lock and builds a key on every call)."""
+    return CALLS.labels(kind)
 
 
 def share(identity: str, zones: Iterable[str], owner_of: Callable[[str], str | None], members: int) -> float:
@@ -165,7 +172,7 @@ class BudgetedProvider:
         if self.budget is not None:
             while (wait := self.budget.try_take()) > 0:
                 await self._sleep(min(wait, MAX_NAP))
-        CALLS.labels(kind).inc()
+        _calls(kind).inc()
 
     async def _call(self, kind: str, call: Callable[[], Awaitable[T]]) -> T:
         attempt = 0
