@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from shardsync import config, logs
+from shardsync import allocator, config, logs
 from shardsync.backoff import Backoff
 from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
@@ -377,6 +377,7 @@ def main(args: argparse.Namespace) -> int:
     except (config.ConfigError, ValueError) as exc:
         return _fail(str(exc), USAGE)
     logs.setup(settings.identity, settings.log_level, settings.log_format)
+    allocator.tune()  # before any worker thread allocates
     debug = settings.log_level == "debug"
     try:
         replica, server = _build(settings)
