@@ -54,6 +54,11 @@ class Translator:
         own objects to translate again."""
         return ()
 
+    def forget(self, key: str) -> None:
+        """A sharded replica dropped the object at `key` from its cache (sources.shard_cache): drop what
+        the translator keeps about it too; it is translated afresh when read back."""
+        return None
+
     async def run(self) -> None:
         """Background work of the kind, if any (writing statuses); runs as long as the watcher."""
         return None

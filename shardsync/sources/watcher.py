@@ -165,6 +165,7 @@ class SourceWatcher:
             desired,
             {n: (s.kind, self._informers[s.kind.resource]) for n, s in self._sources.items()},
             self._queue,
+            lambda name, key: self._sources[name].translator.forget(key),
         )
 
     def _add(self, kind: SourceKind[Any]) -> None:
