@@ -110,6 +110,8 @@ class SourceKind(Generic[OptionsT]):
     # What the informer keeps of each watched resource (sources.projections); a resource not named here is
     # cached whole, so a kind that declares nothing still works.
     projections: Mapping[Resource, Projection] = field(default_factory=dict)
+    # Slimmer ones used instead when no --fqdn-template is set (a template may read any field).
+    untemplated: Mapping[Resource, Projection] = field(default_factory=dict)
     # A sharded replica may drop its own objects from the cache while their records all fall in zones the
     # replica does not run, reading them again when it gains one (sources.refetch). Not for a kind that
     # reads its cache for other work (the crd kind's status sweep).

@@ -11,7 +11,9 @@ them). What each keeps is what the translators in this package read, and nothing
 - EndpointSlices: the `kubernetes.io/service-name` label, `addressType`, per endpoint its addresses, ready
   condition and targetRef.
 - A kind's own objects: everything but the bookkeeping nobody reads (`managedFields`, kubectl's
-  last-applied annotation) — a `--fqdn-template` may read any other field.
+  last-applied annotation) — a `--fqdn-template` may read any other field. Without `--fqdn-template`, a
+  kind may keep less (`SourceKind.untemplated`): a Service its metadata so slimmed, the `spec` fields the
+  service kind reads and `status.loadBalancer` (not `clusterIPs`, `ipFamilies`, `sessionAffinity`...).
 
 A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes.
 """
@@ -129,3 +131,29 @@ def without_bookkeeping(obj: Obj) -> Obj:
     if isinstance(annotations, dict) and LAST_APPLIED in annotations:
         slim["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
     return {**obj, "metadata": slim}
+
+
+# What the service kind reads of a Service's spec (sources.service, service_nodeport, service_inputs).
+_SERVICE_SPEC = (
+    "type",
+    "clusterIP",
+    "externalIPs",
+    "externalName",
+    "externalTrafficPolicy",
+    "selector",
+    "ports",
+    "publishNotReadyAddresses",
+)
+
+
+def service(obj: Obj) -> Obj:
+    """A Service as the service kind reads it when no `--fqdn-template` may read the rest."""
+    slim = without_bookkeeping(obj)
+    out: Obj = {k: slim[k] for k in ("apiVersion", "metadata") if k in slim}
+    spec = _pick(obj.get("spec"), *_SERVICE_SPEC)
+    if spec:
+        out["spec"] = spec
+    status = _pick(obj.get("status"), "loadBalancer")
+    if status:
+        out["status"] = status
+    return out

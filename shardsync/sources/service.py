@@ -413,4 +413,5 @@ KIND = SourceKind(
         PODS: projections.pod,
         NODES: projections.node,
     },
+    untemplated={SERVICES: projections.service},
 )

@@ -57,6 +57,7 @@ from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_end
 from shardsync.sources.gate import ObjectGate
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.namespace_policy import NamespacePolicy
+from shardsync.sources.projections import Projection
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
@@ -190,11 +191,16 @@ class SourceWatcher:
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
-                    project=kind.projections.get(resource),
+                    project=self._projection(kind, resource),
                 )
-            elif self._informers[resource].project is not kind.projections.get(resource):
+            elif self._informers[resource].project is not self._projection(kind, resource):
                 # Kinds that keep different parts of one resource: keep it whole (each finds what it reads).
                 self._informers[resource].project = None
+
+    def _projection(self, kind: SourceKind[Any], resource: Resource) -> Projection | None:
+        if self.options.common.template is None and resource in kind.untemplated:
+            return kind.untemplated[resource]
+        return kind.projections.get(resource)
 
     def _namespace(self, kind: SourceKind[Any], resource: Resource) -> str:
         """The namespace an informer lists: --namespace, unless the kind reads the resource everywhere."""

@@ -1,5 +1,6 @@
-"""A sharded replica's watcher lists an evictable kind's objects once it knows the zones it is about to run,
-page by page, so the objects of other replicas' zones are never all held (sources.watcher's `_stream`)."""
+"""What a watcher keeps of the objects it lists: Services slimmer without --fqdn-template; on a sharded
+replica, an evictable kind's objects listed once the zones it is about to run are known, page by page, so
+the objects of other replicas' zones are never all held (sources.watcher's `_stream`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from kubernetes import client
 
 from shardsync.local.apiserver import ApiServer
+from shardsync.sources import projections
 from shardsync.sources import service as service_module
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.watcher import WatchOptions
 from tests.kubeclient import raw_body
 
@@ -79,3 +82,13 @@ async def test_without_a_hint_the_objects_are_listed_after_the_bounded_wait(apis
         with anyio.fail_after(5):
             await h.watcher.synced.wait()
         assert set(h.watcher.informers["services"].cache) == {"default/s0", "default/s1"}
+
+
+async def test_services_are_kept_slimmer_unless_a_fqdn_template_may_read_any_field(
+    apiserver: ApiServer,
+) -> None:
+    async with watching(apiserver) as h:
+        assert h.watcher.informers["services"].project is projections.service
+    templated = WatchOptions(common=SourceOptions(fqdn_template=("{{.Name}}.ex.com",)))
+    async with watching(apiserver, templated) as h:
+        assert h.watcher.informers["services"].project is projections.without_bookkeeping
