@@ -48,7 +48,9 @@ class DesiredIndex:
         self._by_object: dict[str, tuple[Endpoint, ...]] = {}  # objects held whole
         self._by_zone: defaultdict[str, dict[str, tuple[Endpoint, ...]]] = defaultdict(dict)
         self._unplaced: dict[str, tuple[Endpoint, ...]] = {}
-        self._zones_of: dict[str, frozenset[str]] = {}  # object → the known zones it touches
+        # object → the known zones it touches (a tuple: most objects touch one, and a 1-tuple is a fifth of
+        # a frozenset's size)
+        self._zones_of: dict[str, tuple[str, ...]] = {}
         self._keys_in: defaultdict[str, set[str]] = defaultdict(set)  # zone → the objects touching it
         # Rebuilding: zone → how many partial objects it waits for, object → the zones waiting for it, and
         # the objects every held zone waits for (after a zone list change).
@@ -186,7 +188,7 @@ class DesiredIndex:
         """Record `key`'s endpoints (empty: the object is gone); returns the zones this changed."""
         new_endpoints = tuple(endpoints)
         new = self._slices(new_endpoints)
-        old_zones = self._zones_of.pop(key, frozenset())
+        old_zones = self._zones_of.pop(key, ())
         old: dict[str, tuple[Endpoint, ...] | None] = {}
         for zone in old_zones:
             keys = self._keys_in.get(zone)
@@ -210,7 +212,7 @@ class DesiredIndex:
             else:
                 whole = False
         if placed:
-            self._zones_of[key] = placed
+            self._zones_of[key] = tuple(placed)
             for zone in placed:
                 self._keys_in[zone].add(key)
         if new_endpoints and (whole or self.pinned(key)):
@@ -220,7 +222,7 @@ class DesiredIndex:
             self._count_down(zone)
         changed = {
             z
-            for z in old_zones | placed
+            for z in placed.union(old_zones)
             if not self._holds(z) or old.get(z) != new.get(z)  # not held: what it was is unknown
         }
         for zone in changed:
@@ -248,6 +250,8 @@ class DesiredIndex:
         out: defaultdict[str | None, list[Endpoint]] = defaultdict(list)
         for ep in endpoints:
             out[self._zones.zone_of(ep.dns_name)].append(ep)
+        if len(out) == 1 and isinstance(endpoints, tuple):
+            return {zone: endpoints for zone in out}  # one zone: its slice is the whole (one tuple, shared)
         return {zone: tuple(eps) for zone, eps in out.items()}
 
     # -- reads ------------------------------------------------------------------------------------------

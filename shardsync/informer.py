@@ -49,7 +49,9 @@ class Informer:
     name: str = ""  # in logs and metric labels; the resource's plural when ""
     # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    page_size: int = 500  # objects per list request (0: one request); client-go's pager uses 500
+    # Objects per list request (0: one request). client-go's pager uses 500; a page of 500 Pods as an API
+    # server returns them decodes to ~5 MiB, all of it on top of the caches at the peak.
+    page_size: int = 250
     # Awaited after each page of a list has been put in the cache and reported (see relist).
     on_page: Callable[[], Awaitable[None]] | None = None
     cache: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
