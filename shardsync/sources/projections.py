@@ -53,6 +53,18 @@ def _pick(value: Any, *keys: str) -> dict[str, Any]:
     return {k: value[k] for k in keys if k in value} if isinstance(value, dict) else {}
 
 
+# The few values most slim copies repeat, shared (cached values are never changed in place: an event
+# replaces the whole object): a pod's Ready condition and a slice endpoint's ready condition.
+_READY_CONDITIONS = {v: [{"type": "Ready", "status": v}] for v in ("True", "False", "Unknown")}
+_SLICE_READY = {v: {"ready": v} for v in (True, False)}
+
+
+def _shared_ready(ready: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(ready) == 1 and len(ready[0]) == 2:
+        return _READY_CONDITIONS.get(ready[0].get("status"), ready)  # type: ignore[arg-type]
+    return ready
+
+
 def _ours(annotations: Any) -> dict[str, Any]:
     if not isinstance(annotations, dict):
         return {}
@@ -75,7 +87,10 @@ def pod(obj: Obj) -> Obj:
             _pick(c, "type", "status") for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"
         ]
         if ready:
-            status["conditions"] = ready
+            status["conditions"] = _shared_ready(ready)
+    for key in ("phase", "hostIP"):
+        if key in status:
+            status[key] = _interned(status[key])
     if spec:
         out["spec"] = spec
     if status:
@@ -100,9 +115,14 @@ def _slice_endpoint(ep: Any) -> Any:
     out = _pick(ep, "addresses", "targetRef")
     ready = _pick(ep.get("conditions"), "ready")
     if ready:
-        out["conditions"] = ready
+        value = ready["ready"]
+        out["conditions"] = _SLICE_READY[value] if value is True or value is False else ready
     if isinstance(out.get("targetRef"), dict):
-        out["targetRef"] = _pick(out["targetRef"], "kind", "name", "namespace", "apiVersion")
+        ref = _pick(out["targetRef"], "kind", "name", "namespace", "apiVersion")
+        for key in ("kind", "namespace"):
+            if key in ref:
+                ref[key] = _interned(ref[key])
+        out["targetRef"] = ref
     return out
 
 

@@ -146,3 +146,12 @@ def test_the_untemplated_service_projection_keeps_what_the_service_kind_reads() 
         **HOST,
         "prometheus.io/scrape": "true",  # --annotation-filter and the annotation size limit read any
     }
+
+
+def test_slim_copies_share_the_values_many_objects_repeat() -> None:
+    a, b = (projections.pod(noisy(PODS[k])) for k in ("default/web-0", "default/web-2"))
+    assert a["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+    assert a["status"]["conditions"] is b["status"]["conditions"]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    eps = projections.endpoint_slice(noisy(SLICES[0]))["endpoints"]
+    assert eps[0]["conditions"] == {"ready": True} and "conditions" not in eps[2]
