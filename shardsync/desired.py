@@ -5,13 +5,15 @@ answers which zones that touched (so only those are marked dirty) and `desired(z
 endpoints in one dict walk. A replica with 100,000 zones never relists every zone per event.
 
 Per-shard state (`restricted`, the sharded replicas): endpoints are kept only for the zones this replica
-runs (`keep(zone)` / `drop(zone)`, from the worker's own / release), plus a compact index of which zones
-each object touches. Endpoints in no known zone are kept too (a zone list change may place them). An object
-whose endpoints fall partly outside the kept zones is "partial": only its slices in kept zones are held.
-When a zone is kept again, or the zone list changes, the partial objects it needs are handed to
-`on_rebuild` (the watcher translates them again from its caches); the zone is not `ready` until they are
-back, so the worker never plans it from half its inputs. Keys for which `pinned(key)` is true (what the
-watcher cannot translate again: the PTR records it derives) are always kept whole.
+runs (`keep(zone)` / `drop(zone)`, from the worker's own / release) or is about to run (`expect(zones)`:
+the zones the newest assignment gives it, so objects read before the worker gains them are translated once,
+not again on gaining), plus a compact index of which zones each object touches. Endpoints in no known zone
+are kept too (a zone list change may place them). An object whose endpoints fall partly outside the held
+zones is "partial": only its slices in held zones are held. When a zone is held again, or the zone list
+changes, the partial objects it needs are handed to `on_rebuild` (the watcher translates them again from
+its caches); the zone is not `ready` until they are back, so the worker never plans it from half its
+inputs. Keys for which `pinned(key)` is true (what the watcher cannot translate again: the PTR records it
+derives) are always kept whole.
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ class DesiredIndex:
         self.pinned = pinned
         self.on_rebuild: Callable[[set[str]], None] = _ignore  # partial objects to translate again
         self.on_freed: Callable[[set[str]], None] = _ignore  # objects of a dropped zone now held nowhere
-        self._kept: set[str] = set()  # restricted: the zones whose endpoints are held
+        self._kept: set[str] = set()  # restricted: the zones the worker runs
+        self._expected: set[str] = set()  # restricted: the zones the assignment gives this replica
         self._by_object: dict[str, tuple[Endpoint, ...]] = {}  # objects held whole
         self._by_zone: defaultdict[str, dict[str, tuple[Endpoint, ...]]] = defaultdict(dict)
         self._unplaced: dict[str, tuple[Endpoint, ...]] = {}
-        self._zones_of: dict[str, frozenset[str]] = {}  # object → the known zones it touches
+        # object → the known zones it touches (a tuple: most objects touch one, and a 1-tuple is a fifth of
+        # a frozenset's size)
+        self._zones_of: dict[str, tuple[str, ...]] = {}
         self._keys_in: defaultdict[str, set[str]] = defaultdict(set)  # zone → the objects touching it
         # Rebuilding: zone → how many partial objects it waits for, object → the zones waiting for it, and
         # the objects every held zone waits for (after a zone list change).
@@ -56,17 +61,47 @@ class DesiredIndex:
         self._epoch = 0  # changes of what is held at all (keep, drop, the zone list)
 
     def _holds(self, zone: str) -> bool:
-        return not self.restricted or zone in self._kept
+        return not self.restricted or zone in self._kept or zone in self._expected
 
     # -- which zones are held (restricted) ----------------------------------------------------------------
 
     def keep(self, zone: str) -> None:
         """Hold `zone`'s endpoints from now on (restricted; else a no-op); partial objects touching it go
-        to `on_rebuild` and the zone waits for them."""
+        to `on_rebuild` and the zone waits for them (unless it was held already, being expected)."""
         if not self.restricted or zone in self._kept:
             return
         self._epoch += 1
+        held = self._holds(zone)
         self._kept.add(zone)
+        if not held:
+            self._hold(zone)
+
+    def drop(self, zone: str) -> None:
+        """Stop holding `zone`'s endpoints (restricted; else a no-op): they are freed, unless the zone is
+        still expected."""
+        if not self.restricted or zone not in self._kept:
+            return
+        self._epoch += 1
+        self._kept.discard(zone)
+        if not self._holds(zone):
+            self._free(zone)
+
+    def expect(self, zones: Iterable[str]) -> None:
+        """The zones this replica is about to run (restricted; else a no-op): held like the kept ones, so
+        objects translated before the worker gains them need no second translation. Zones no longer
+        expected and not kept are freed."""
+        new = set(zones)
+        if not self.restricted or new == self._expected:
+            return
+        self._epoch += 1
+        gone, added = self._expected - new - self._kept, new - self._expected - self._kept
+        self._expected = new
+        for zone in gone:
+            self._free(zone)
+        for zone in added:
+            self._hold(zone)
+
+    def _hold(self, zone: str) -> None:
         rebuild: set[str] = set()
         for key in self._keys_in.get(zone, ()):
             endpoints = self._by_object.get(key)
@@ -81,12 +116,7 @@ class DesiredIndex:
                 self._awaited.setdefault(key, set()).add(zone)
             self.on_rebuild(rebuild)
 
-    def drop(self, zone: str) -> None:
-        """Stop holding `zone`'s endpoints (restricted; else a no-op): they are freed."""
-        if not self.restricted or zone not in self._kept:
-            return
-        self._epoch += 1
-        self._kept.discard(zone)
+    def _free(self, zone: str) -> None:
         if self._waiting.pop(zone, None) is not None:
             for key in [k for k, zones in self._awaited.items() if zone in zones]:
                 self._arrived_in(key, zone)
@@ -106,11 +136,12 @@ class DesiredIndex:
         zones = self._zones_of.get(key)
         return (
             self.restricted
-            and bool(self._kept)  # before this replica runs any zone, what it will hold is not known yet
+            # before this replica runs or expects any zone, what it will hold is not known yet
+            and bool(self._kept or self._expected)
             and zones is not None
             and key not in self._unplaced
             and not self.pinned(key)
-            and not any(zone in self._kept for zone in zones)
+            and not any(self._holds(zone) for zone in zones)
         )
 
     @property
@@ -124,7 +155,7 @@ class DesiredIndex:
 
     def ready(self, zone: str) -> bool:
         """False while `zone` waits for objects to be translated again (see the module docstring)."""
-        return zone not in self._waiting and not (self._everywhere and zone in self._kept)
+        return zone not in self._waiting and not (self._everywhere and zone in self._kept | self._expected)
 
     # -- writes -----------------------------------------------------------------------------------------
 
@@ -157,7 +188,7 @@ class DesiredIndex:
         """Record `key`'s endpoints (empty: the object is gone); returns the zones this changed."""
         new_endpoints = tuple(endpoints)
         new = self._slices(new_endpoints)
-        old_zones = self._zones_of.pop(key, frozenset())
+        old_zones = self._zones_of.pop(key, ())
         old: dict[str, tuple[Endpoint, ...] | None] = {}
         for zone in old_zones:
             keys = self._keys_in.get(zone)
@@ -181,7 +212,7 @@ class DesiredIndex:
             else:
                 whole = False
         if placed:
-            self._zones_of[key] = placed
+            self._zones_of[key] = tuple(placed)
             for zone in placed:
                 self._keys_in[zone].add(key)
         if new_endpoints and (whole or self.pinned(key)):
@@ -191,7 +222,7 @@ class DesiredIndex:
             self._count_down(zone)
         changed = {
             z
-            for z in old_zones | placed
+            for z in placed.union(old_zones)
             if not self._holds(z) or old.get(z) != new.get(z)  # not held: what it was is unknown
         }
         for zone in changed:
@@ -219,6 +250,8 @@ class DesiredIndex:
         out: defaultdict[str | None, list[Endpoint]] = defaultdict(list)
         for ep in endpoints:
             out[self._zones.zone_of(ep.dns_name)].append(ep)
+        if len(out) == 1 and isinstance(endpoints, tuple):
+            return {zone: endpoints for zone in out}  # one zone: its slice is the whole (one tuple, shared)
         return {zone: tuple(eps) for zone, eps in out.items()}
 
     # -- reads ------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ informers share one warning rhythm (shardsync.kube_health) instead of each warni
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -49,7 +49,11 @@ class Informer:
     name: str = ""  # in logs and metric labels; the resource's plural when ""
     # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    page_size: int = 500  # objects per list request (0: one request); client-go's pager uses 500
+    # Objects per list request (0: one request). client-go's pager uses 500; a page of 500 Pods as an API
+    # server returns them decodes to ~5 MiB, all of it on top of the caches at the peak.
+    page_size: int = 250
+    # Awaited after each page of a list has been put in the cache and reported (see relist).
+    on_page: Callable[[], Awaitable[None]] | None = None
     cache: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
@@ -63,11 +67,14 @@ class Informer:
             self.on_change(key, old, new)
 
     async def relist(self) -> None:
-        """Replace the cache with a fresh list, reporting what differs from the old one. Listed in pages
-        of `page_size` (client-go's pager), each projected before the next is read, so the full objects
-        of a large list are never held at once."""
-        fresh: dict[str, dict[str, Any]] = {}
+        """Bring the cache up to a fresh list, reporting what differs. Listed in pages of `page_size`
+        (client-go's pager), each projected and put in the cache (its changes reported) before the next is
+        read, then `on_page` is awaited: the full objects of a large list are never held at once, and a
+        caller that drops what it does not need (`forget`) after each page never holds all of it either.
+        Objects gone from the list are reported at the end."""
         project = self.project
+        cache = self.cache
+        seen: set[str] = set()
         token = ""
         while True:
             body = await self.kube.list(
@@ -78,24 +85,34 @@ class Informer:
                 limit=self.page_size or None,
                 continue_token=token,
             )
-            for item in body.get("items") or []:
-                fresh[object_key(item)] = item if project is None else project(item)
             meta = body.get("metadata") or {}
             token = str(meta.get("continue") or "") if self.page_size else ""
             version = resource_version(body)
-            del body  # this page's full objects go before the next page is read
+            items = body.get("items") or []
+            del body  # this page's full objects go as they are projected
+            changed: list[tuple[str, dict[str, Any] | None, dict[str, Any]]] = []
+            for item in items:
+                key = object_key(item)
+                seen.add(key)
+                before = cache.get(key)
+                if before is not None and resource_version(before) == resource_version(item):
+                    continue
+                obj = item if project is None else project(item)
+                cache[key] = obj
+                self.forgotten.discard(key)
+                changed.append((key, before, obj))
+            del items
+            for key, before, obj in changed:
+                self._emit(key, before, obj)
+            del changed
+            if self.on_page is not None:
+                await self.on_page()
             if not token:
                 break
-        old, self.cache = self.cache, fresh
-        forgotten, self.forgotten = self.forgotten, set()
-        for key, obj in fresh.items():
-            before = old.get(key)
-            if before is None or resource_version(before) != resource_version(obj):
-                self._emit(key, before, obj)
-        for key, before in old.items():
-            if key not in fresh:
-                self._emit(key, before, None)
-        for key in forgotten - fresh.keys():
+        for key in [k for k in cache if k not in seen]:
+            self._emit(key, cache.pop(key), None)
+        for key in [k for k in self.forgotten if k not in seen]:
+            self.forgotten.discard(key)
             self._emit(key, None, None)
         self.resource_version = version
         self.synced.set()

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from shardsync import config, logs
+from shardsync import allocator, config, logs
 from shardsync.backoff import Backoff
 from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
@@ -122,6 +122,9 @@ class Replica:
             record_types=RecordTypeFilter.parse(settings.managed_record_types, settings.exclude_record_types),
             source_options={k.name: settings.options(k.flags) for k in kinds if k.flags is not None},
             common=common,
+            # Sharded: the objects of evictable kinds are listed once the first assignment says which
+            # zones this replica is about to run (`follow_shard_hint`), or after a lease duration anyway.
+            shard_hint_wait=config.timings_of(settings).lease_duration if self.desired.restricted else 0.0,
         )
         self.sources = SourceWatcher(
             kube,
@@ -162,6 +165,22 @@ class Replica:
 
     def _zone_selected(self, zone: str) -> bool:
         return self.domain_filter.match(zone) or self.domain_filter.match_parent(zone)
+
+    async def follow_shard_hint(self, ownership: ShardedOwnership) -> None:
+        """Tell the desired index which zones the newest assignment gives this replica (`expect`), once
+        the zones are known and the assignment names this replica: the sources then keep only what those
+        zones need from the first list on (sources.watcher's `_stream`)."""
+        wake = Notifier()
+        ownership.watch.changed.forward_to(wake)
+        self.zones_changed.forward_to(wake)
+        await self.zones_known.wait()
+        while True:
+            ticket = wake.ticket()
+            view = ownership.watch.current
+            if view is not None and self.settings.identity in view.identities:
+                self.desired.expect(view.zones_of(self.settings.identity, self.zones))
+                self.sources.shard_hint.set()
+            await wake.wait(ticket)
 
     # -- the provider budget ---------------------------------------------------------------------
 
@@ -223,6 +242,8 @@ class Replica:
                 if s.once:
                     return await self._once(tg)
                 tg.start_soon(self.ownership.run, self)
+                if isinstance(self.ownership, ShardedOwnership) and self.desired.restricted:
+                    tg.start_soon(self.follow_shard_hint, self.ownership)
                 with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     async for signum in signals:
                         log.info("stopping", signal=signal.Signals(signum).name)
@@ -356,6 +377,7 @@ def main(args: argparse.Namespace) -> int:
     except (config.ConfigError, ValueError) as exc:
         return _fail(str(exc), USAGE)
     logs.setup(settings.identity, settings.log_level, settings.log_format)
+    allocator.tune()  # before any worker thread allocates
     debug = settings.log_level == "debug"
     try:
         replica, server = _build(settings)

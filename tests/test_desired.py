@@ -107,3 +107,28 @@ def test_restricted_zone_list_change_rebuilds_partial_objects() -> None:
     idx.set_object("service/ns/x", [a("x.b.com")])
     assert idx.ready("a.com")
     assert idx.desired("a.com") == [a("w.a.com")]
+
+
+def test_expected_zones_are_held_before_the_worker_runs_them_and_gaining_them_costs_no_rebuild() -> None:
+    idx = DesiredIndex(["a.com", "b.com", "c.com"], restricted=True)
+    asked: list[set[str]] = []
+    freed: list[set[str]] = []
+    idx.on_rebuild, idx.on_freed = asked.append, freed.append
+    assert not idx.holds_nothing_of("service/ns/y")  # nothing known yet: keep everything
+    idx.expect(["a.com"])
+    idx.set_object("service/ns/x", [a("x.a.com")])
+    idx.set_object("service/ns/y", [a("y.b.com")])
+    assert idx.desired("a.com") == [a("x.a.com")]
+    assert idx.holds_nothing_of("service/ns/y") and not idx.holds_nothing_of("service/ns/x")
+    idx.keep("a.com")  # the worker gains an expected zone: its endpoints are there already
+    assert asked == [] and idx.ready("a.com")
+    idx.expect(["b.com"])  # a.com stays held (kept), b.com is rebuilt from the objects that touch it
+    assert asked == [{"service/ns/y"}] and not idx.ready("b.com")
+    idx.set_object("service/ns/y", [a("y.b.com")])
+    assert idx.ready("b.com") and idx.desired("b.com") == [a("y.b.com")]
+    idx.drop("b.com")  # not kept: still expected, still held
+    assert idx.desired("b.com") == [a("y.b.com")]
+    idx.drop("a.com")  # neither kept nor expected any more: freed
+    assert idx.desired("a.com") == [] and freed == [{"service/ns/x"}]
+    idx.expect(["c.com"])  # b.com leaves too
+    assert idx.desired("b.com") == [] and freed[-1] == {"service/ns/y"}

@@ -54,6 +54,11 @@ class Translator:
         own objects to translate again."""
         return ()
 
+    def forget(self, key: str) -> None:
+        """A sharded replica dropped the object at `key` from its cache (sources.shard_cache): drop what
+        the translator keeps about it too; it is translated afresh when read back."""
+        return None
+
     async def run(self) -> None:
         """Background work of the kind, if any (writing statuses); runs as long as the watcher."""
         return None
@@ -105,6 +110,8 @@ class SourceKind(Generic[OptionsT]):
     # What the informer keeps of each watched resource (sources.projections); a resource not named here is
     # cached whole, so a kind that declares nothing still works.
     projections: Mapping[Resource, Projection] = field(default_factory=dict)
+    # Slimmer ones used instead when no --fqdn-template is set (a template may read any field).
+    untemplated: Mapping[Resource, Projection] = field(default_factory=dict)
     # A sharded replica may drop its own objects from the cache while their records all fall in zones the
     # replica does not run, reading them again when it gains one (sources.refetch). Not for a kind that
     # reads its cache for other work (the crd kind's status sweep).

@@ -11,13 +11,16 @@ them). What each keeps is what the translators in this package read, and nothing
 - EndpointSlices: the `kubernetes.io/service-name` label, `addressType`, per endpoint its addresses, ready
   condition and targetRef.
 - A kind's own objects: everything but the bookkeeping nobody reads (`managedFields`, kubectl's
-  last-applied annotation) — a `--fqdn-template` may read any other field.
+  last-applied annotation) — a `--fqdn-template` may read any other field. Without `--fqdn-template`, a
+  kind may keep less (`SourceKind.untemplated`): a Service its metadata so slimmed, the `spec` fields the
+  service kind reads and `status.loadBalancer` (not `clusterIPs`, `ipFamilies`, `sessionAffinity`...).
 
 A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,15 +33,36 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _IDENTITY_FIELDS = ("name", "namespace", "resourceVersion")
 
 
+def _interned(value: Any) -> Any:
+    """One copy of a string many objects repeat (a namespace, a node name): the JSON decoder makes one per
+    object."""
+    return sys.intern(value) if type(value) is str else value
+
+
 def _meta(obj: Mapping[str, Any], *extra: str) -> dict[str, Any]:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return {}
-    return {k: meta[k] for k in (*_IDENTITY_FIELDS, *extra) if k in meta}
+    out = {k: meta[k] for k in (*_IDENTITY_FIELDS, *extra) if k in meta}
+    if "namespace" in out:
+        out["namespace"] = _interned(out["namespace"])
+    return out
 
 
 def _pick(value: Any, *keys: str) -> dict[str, Any]:
     return {k: value[k] for k in keys if k in value} if isinstance(value, dict) else {}
+
+
+# The few values most slim copies repeat, shared (cached values are never changed in place: an event
+# replaces the whole object): a pod's Ready condition and a slice endpoint's ready condition.
+_READY_CONDITIONS = {v: [{"type": "Ready", "status": v}] for v in ("True", "False", "Unknown")}
+_SLICE_READY = {v: {"ready": v} for v in (True, False)}
+
+
+def _shared_ready(ready: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(ready) == 1 and len(ready[0]) == 2:
+        return _READY_CONDITIONS.get(ready[0].get("status"), ready)  # type: ignore[arg-type]
+    return ready
 
 
 def _ours(annotations: Any) -> dict[str, Any]:
@@ -54,6 +78,8 @@ def pod(obj: Obj) -> Obj:
         meta["annotations"] = annotations
     out: Obj = {"metadata": meta}
     spec = _pick(obj.get("spec"), "hostname", "nodeName")
+    if "nodeName" in spec:
+        spec["nodeName"] = _interned(spec["nodeName"])
     status = _pick(obj.get("status"), "phase", "hostIP")
     conditions = (obj.get("status") or {}).get("conditions") if isinstance(obj.get("status"), dict) else None
     if isinstance(conditions, list):
@@ -61,7 +87,10 @@ def pod(obj: Obj) -> Obj:
             _pick(c, "type", "status") for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"
         ]
         if ready:
-            status["conditions"] = ready
+            status["conditions"] = _shared_ready(ready)
+    for key in ("phase", "hostIP"):
+        if key in status:
+            status[key] = _interned(status[key])
     if spec:
         out["spec"] = spec
     if status:
@@ -86,9 +115,14 @@ def _slice_endpoint(ep: Any) -> Any:
     out = _pick(ep, "addresses", "targetRef")
     ready = _pick(ep.get("conditions"), "ready")
     if ready:
-        out["conditions"] = ready
+        value = ready["ready"]
+        out["conditions"] = _SLICE_READY[value] if value is True or value is False else ready
     if isinstance(out.get("targetRef"), dict):
-        out["targetRef"] = _pick(out["targetRef"], "kind", "name", "namespace", "apiVersion")
+        ref = _pick(out["targetRef"], "kind", "name", "namespace", "apiVersion")
+        for key in ("kind", "namespace"):
+            if key in ref:
+                ref[key] = _interned(ref[key])
+        out["targetRef"] = ref
     return out
 
 
@@ -108,6 +142,8 @@ def without_bookkeeping(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return obj
+    if "namespace" in meta:
+        meta["namespace"] = _interned(meta["namespace"])
     annotations = meta.get("annotations")
     if "managedFields" not in meta and not (isinstance(annotations, dict) and LAST_APPLIED in annotations):
         return obj
@@ -115,3 +151,29 @@ def without_bookkeeping(obj: Obj) -> Obj:
     if isinstance(annotations, dict) and LAST_APPLIED in annotations:
         slim["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
     return {**obj, "metadata": slim}
+
+
+# What the service kind reads of a Service's spec (sources.service, service_nodeport, service_inputs).
+_SERVICE_SPEC = (
+    "type",
+    "clusterIP",
+    "externalIPs",
+    "externalName",
+    "externalTrafficPolicy",
+    "selector",
+    "ports",
+    "publishNotReadyAddresses",
+)
+
+
+def service(obj: Obj) -> Obj:
+    """A Service as the service kind reads it when no `--fqdn-template` may read the rest."""
+    slim = without_bookkeeping(obj)
+    out: Obj = {k: slim[k] for k in ("apiVersion", "metadata") if k in slim}
+    spec = _pick(obj.get("spec"), *_SERVICE_SPEC)
+    if spec:
+        out["spec"] = spec
+    status = _pick(obj.get("status"), "loadBalancer")
+    if status:
+        out["status"] = status
+    return out

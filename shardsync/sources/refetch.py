@@ -25,8 +25,6 @@ from shardsync.objects import object_key
 
 log = get_logger(__name__)
 
-PAGE = 500
-
 
 class Refetcher:
     """See the module docstring."""
@@ -72,14 +70,14 @@ class Refetcher:
                 namespace=informer.namespace,
                 label_selector=informer.label_selector,
                 field_selector=informer.field_selector,
-                limit=PAGE,
+                limit=informer.page_size or None,  # pages as its informer lists them
                 continue_token=token,
             )
             for item in body.get("items") or []:
                 key = object_key(item)
                 if key in keys:
                     found[key] = item
-            token = str((body.get("metadata") or {}).get("continue") or "")
+            token = str((body.get("metadata") or {}).get("continue") or "") if informer.page_size else ""
             del body
             if not token:
                 return found

@@ -396,6 +396,9 @@ class ServiceTranslator(Translator):
     ) -> Iterable[str]:
         return self._related[resource](key, old, new)
 
+    def forget(self, key: str) -> None:
+        self.inputs.unregister(key)  # its Pods' and Nodes' changes need not translate it again
+
 
 KIND = SourceKind(
     "service",
@@ -410,4 +413,5 @@ KIND = SourceKind(
         PODS: projections.pod,
         NODES: projections.node,
     },
+    untemplated={SERVICES: projections.service},
 )

@@ -7,7 +7,8 @@ newly held zone needs translated again (`on_rebuild`) and which a dropped zone n
 an object of an evictable kind (`SourceKind.evictable`) that was forgotten is read back first
 (sources.refetch). After each translation, and in a sweep once the held zones changed (objects translated
 before this replica ran any zone), an evictable kind's object whose records all fall in zones not held is
-forgotten (`Informer.forget`: its changes still arrive by the watch). Keys no kind here can translate again
+forgotten (`Informer.forget`: its changes still arrive by the watch), and its translator drops what it
+keeps about it (`Translator.forget`). Keys no kind here can translate again
 (the PTR records the watcher derives) are kept whole by the index (`pinned`).
 """
 
@@ -38,8 +39,10 @@ class ShardCaches:
         desired: DesiredIndex,
         kinds: Mapping[str, tuple[SourceKind[Any], Informer]],
         queue: Callable[[str, Iterable[str]], None],
+        on_forget: Callable[[str, str], None] = lambda name, key: None,
     ) -> None:
         self.desired = desired
+        self._on_forget = on_forget
         self._kinds = kinds
         self._queue = queue
         self._names = {informer.resource: name for name, (_, informer) in kinds.items()}
@@ -61,7 +64,12 @@ class ShardCaches:
         """After a translation: forget the object if it is evictable and held nowhere."""
         kind, informer = self._kinds[name]
         if kind.evictable and self.desired.holds_nothing_of(f"{name}/{key}"):
+            self._forget(name, informer, key)
+
+    def _forget(self, name: str, informer: Informer, key: str) -> None:
+        if key in informer.cache:
             informer.forget(key)
+            self._on_forget(name, key)
 
     def _rebuild(self, keys: set[str]) -> None:
         for key in keys:
@@ -91,5 +99,5 @@ class ShardCaches:
             for name, (kind, informer) in self._kinds.items():
                 if kind.evictable:
                     for key in [k for k in informer.cache if self.desired.holds_nothing_of(f"{name}/{k}")]:
-                        informer.forget(key)
+                        self._forget(name, informer, key)
                     await anyio.lowlevel.checkpoint()

@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import anyio
 import anyio.lowlevel
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter
 
-from shardsync.backoff import Backoff
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import Endpoint
@@ -56,12 +55,14 @@ from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.gate import ObjectGate
-from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.namespace_policy import NamespacePolicy
+from shardsync.sources.projections import Projection
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
 from shardsync.sources.result import Problem
+from shardsync.sources.served import run_when_served
 from shardsync.sources.shard_cache import ShardCaches
 from shardsync.sources.table import SOURCES
 
@@ -75,10 +76,6 @@ INVALID_ENDPOINTS = Counter(
     "shardsync_source_invalid_endpoints_total",
     "Problems found in source objects (an endpoint dropped, an annotation ignored), by source kind",
     ["kind"],
-)
-CRD_MISSING = Gauge(
-    "shardsync_source_crd_missing",
-    "Source resources whose CRD is not installed, so their kind waits (1: the crd source's DNSEndpoint CRD)",
 )
 
 
@@ -97,6 +94,9 @@ class WatchOptions:
     status_resync: float = 30.0  # how often DNSEndpoints with a lagging status are looked for
     max_backoff: float = 30.0  # longest wait between probes for a CRD and between status write retries
     writer_poll: float = 0.25  # how often write_status() is looked at, to catch up when it turns true
+    # Sharded: how long the objects of evictable kinds wait for `SourceWatcher.shard_hint` before being
+    # listed anyway (0: they do not wait); see `_stream`.
+    shard_hint_wait: float = 0.0
 
 
 @dataclass(slots=True)
@@ -141,6 +141,8 @@ class SourceWatcher:
         self._events = events
         self._write_status = write_status
         self.synced = anyio.Event()
+        # Set once the desired index knows the zones this replica is about to run (DesiredIndex.expect).
+        self.shard_hint = anyio.Event()
         self._sources: dict[str, _Source] = {}
         self._informers: dict[Resource, Informer] = {}
         self._readers: dict[Resource, list[_Source]] = {}  # resource → the kinds that read it
@@ -164,6 +166,7 @@ class SourceWatcher:
             desired,
             {n: (s.kind, self._informers[s.kind.resource]) for n, s in self._sources.items()},
             self._queue,
+            lambda name, key: self._sources[name].translator.forget(key),
         )
 
     def _add(self, kind: SourceKind[Any]) -> None:
@@ -188,11 +191,16 @@ class SourceWatcher:
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
-                    project=kind.projections.get(resource),
+                    project=self._projection(kind, resource),
                 )
-            elif self._informers[resource].project is not kind.projections.get(resource):
+            elif self._informers[resource].project is not self._projection(kind, resource):
                 # Kinds that keep different parts of one resource: keep it whole (each finds what it reads).
                 self._informers[resource].project = None
+
+    def _projection(self, kind: SourceKind[Any], resource: Resource) -> Projection | None:
+        if self.options.common.template is None and resource in kind.untemplated:
+            return kind.untemplated[resource]
+        return kind.projections.get(resource)
 
     def _namespace(self, kind: SourceKind[Any], resource: Resource) -> str:
         """The namespace an informer lists: --namespace, unless the kind reads the resource everywhere."""
@@ -244,8 +252,18 @@ class SourceWatcher:
                 tg.start_soon(self._gate.policy.run)
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
-                if waiting:
-                    tg.start_soon(self._run_when_served, informer, waiting)
+                owners = [s for s in self._readers[resource] if s.kind.resource == resource]
+                if self.options.shard_hint_wait > 0 and owners and all(s.kind.evictable for s in owners):
+                    tg.start_soon(self._stream, informer, owners)
+                elif waiting:
+                    tg.start_soon(
+                        run_when_served,
+                        self.kube,
+                        informer,
+                        waiting,
+                        self.options.max_backoff,
+                        SOURCE_ERRORS.inc,
+                    )
                 else:
                     tg.start_soon(informer.run)
             for source in self._sources.values():
@@ -260,66 +278,22 @@ class SourceWatcher:
         source.ready = True
         self._wake.notify()
 
-    async def _run_when_served(self, informer: Informer, kinds: list[SourceKind[Any]]) -> None:
-        """Wait until the API serves the informer's resource at its version or one of its older versions
-        (probing newest first, with backoff, one error logged), then run the informer at that version."""
-        notice: CrdNotice | None = kinds[0].crd
-        assert notice is not None
-        names = ",".join(kind.name for kind in kinds)
-        declared = informer.resource
-        backoff = Backoff(initial=0.5, maximum=self.options.max_backoff)
-        missing = False
-        try:
-            while True:
-                try:
-                    informer.resource = await self._served_version(declared, informer.namespace)
-                    break
-                except KubeError as exc:
-                    SOURCE_ERRORS.inc()
-                    if exc.not_found and not missing:
-                        missing = True
-                        CRD_MISSING.inc()
-                        log.error(
-                            f"{notice.what} not installed; the {names} source waits for it, the others run",
-                            crd=notice.crd,
-                            manifest=notice.manifest,
-                        )
-                    elif not exc.not_found:
-                        log.warning(f"listing {informer.name} failed", status=exc.status, reason=exc.reason)
-                    await anyio.sleep(backoff.next())
-        finally:
-            if missing:
-                CRD_MISSING.dec()
-        if missing:
-            log.info(f"{notice.what} found; {names} source starting", crd=notice.crd)
-        if informer.resource != declared:
-            log.info(f"{informer.name} served at an older version", version=informer.resource.api_version)
+    async def _stream(self, informer: Informer, owners: list[_Source]) -> None:
+        """A sharded replica lists an evictable kind's own objects once it knows the zones it is about to
+        run (`shard_hint`, bounded by `shard_hint_wait`) and every other resource the kind reads has listed,
+        translating each page before the next is read: an object held nowhere is forgotten at once
+        (sources.shard_cache), so the replica never holds the objects of the other replicas' zones."""
+        for source in owners:
+            for resource in source.kind.related:
+                await self._informers[resource].synced.wait()
+        if self._gate.policy is not None:
+            await self._gate.policy.synced.wait()
+        with anyio.move_on_after(self.options.shard_hint_wait):
+            await self.shard_hint.wait()
+        for source in owners:
+            source.ready = True
+        informer.on_page = self.flush
         await informer.run()
-
-    async def _served_version(self, resource: Resource, namespace: str) -> Resource:
-        """The resource at the first of its versions the API serves; the newest version's KubeError when
-        none is."""
-        versions = (resource.version, *resource.older_versions)
-        first: KubeError | None = None
-        for i, version in enumerate(versions):
-            try:
-                await self.kube.list(replace(resource, version=version), namespace=namespace, limit=1)
-            except KubeError as exc:
-                if not exc.not_found:
-                    raise
-                first = first or exc
-                continue
-            # A CRD installed between two probes serves all its versions at once: ask the newer ones again
-            for newer in versions[:i]:
-                try:
-                    await self.kube.list(replace(resource, version=newer), namespace=namespace, limit=1)
-                    return replace(resource, version=newer)
-                except KubeError as exc:
-                    if not exc.not_found:
-                        raise
-            return replace(resource, version=version)
-        assert first is not None
-        raise first
 
     async def _translate_loop(self) -> None:
         while True:
@@ -342,7 +316,10 @@ class SourceWatcher:
                     await anyio.lowlevel.checkpoint()
         if touched:
             self._on_dirty(touched)
-        if not self.synced.is_set() and all(s.ready and not s.pending for s in self._sources.values()):
+        if not self.synced.is_set() and all(
+            s.ready and not s.pending and all(self._informers[r].synced.is_set() for r in s.kind.watches)
+            for s in self._sources.values()
+        ):
             self.synced.set()
             log.info(
                 "sources synced",

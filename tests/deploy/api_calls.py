@@ -30,7 +30,7 @@ EXCLUDED = (PACKAGE / "local",)
 # whose informers (and the probes for a kind's CRD, a list; the lists reading forgotten objects again,
 # sources.refetch) take the resources of the source table (counted by `table_access`).
 PLUMBING = (PACKAGE / "kube.py", PACKAGE / "informer.py")
-TABLE_DRIVEN = (PACKAGE / "sources" / "watcher.py", PACKAGE / "sources" / "refetch.py")
+TABLE_DRIVEN = tuple(PACKAGE / "sources" / name for name in ("watcher.py", "served.py", "refetch.py"))
 TABLE_VERBS = frozenset({"informer", "list"})
 
 # The kube verb → the RBAC verbs it needs.

@@ -75,17 +75,37 @@ PORTS = [{"name": "http", "port": 80, "nodePort": 30080, "protocol": "TCP"}]
             service(type_="NodePort", annotations=HOST, ports=PORTS, externalTrafficPolicy="Local"),
             ServiceOptions(exclude_unschedulable=False),
         ),
+        (
+            service(annotations=HOST, lb=[{"ip": "192.0.2.7"}, {"hostname": "lb.example.net"}]),
+            ServiceOptions(),
+        ),
+        (service(annotations=HOST, externalIPs=["192.0.2.9"]), ServiceOptions()),
+        (
+            service(type_="ClusterIP", annotations={GA + "internal-hostname": "in.example.com"}),
+            ServiceOptions(),
+        ),
+        (service(type_="ClusterIP", annotations=HOST), ServiceOptions(publish_internal=True)),
+        (service(type_="ExternalName", annotations=HOST, externalName="up.example.net"), ServiceOptions()),
     ],
 )
+@pytest.mark.parametrize("own", [projections.without_bookkeeping, projections.service])
 def test_translation_of_slim_objects_equals_that_of_full_ones(
-    svc: dict[str, Any], opts: ServiceOptions
+    svc: dict[str, Any], opts: ServiceOptions, own: projections.Projection
 ) -> None:
+    svc = copy.deepcopy(svc)
+    svc["spec"] |= {
+        "clusterIPs": [svc["spec"]["clusterIP"]],
+        "ipFamilies": ["IPv4"],
+        "sessionAffinity": "None",
+    }
+    svc["metadata"]["uid"] = "u-1"
+    svc["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     full_pods = {k: noisy(v) for k, v in PODS.items()}
     full_nodes = {k: noisy(v) for k, v in NODES.items()}
     full_slices = [noisy(s) for s in SLICES]
     full = service_endpoints(noisy(svc), full_nodes, full_slices, full_pods, opts, SourceOptions())
     slim = service_endpoints(
-        projections.without_bookkeeping(noisy(svc)),
+        own(noisy(svc)),
         {k: projections.node(v) for k, v in full_nodes.items()},
         [projections.endpoint_slice(s) for s in full_slices],
         {k: projections.pod(v) for k, v in full_pods.items()},
@@ -94,6 +114,7 @@ def test_translation_of_slim_objects_equals_that_of_full_ones(
     )
     assert records(full)  # the case publishes something
     assert records(slim) == records(full)
+    assert slim.endpoints == full.endpoints  # labels (resource, creation time) included
     assert slim.problems == full.problems
 
 
@@ -112,3 +133,25 @@ def test_projections_keep_identity_and_drop_the_rest() -> None:
     assert "managedFields" not in own["metadata"]
     assert projections.LAST_APPLIED not in own["metadata"]["annotations"]
     assert own["spec"]["containers"] == full["spec"]["containers"]  # a --fqdn-template may read any field
+
+
+def test_the_untemplated_service_projection_keeps_what_the_service_kind_reads() -> None:
+    full = noisy(service(annotations=HOST, lb=[{"ip": "192.0.2.7"}], ports=PORTS))
+    full["spec"] |= {"clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"], "sessionAffinity": "None"}
+    slim = projections.service(full)
+    assert set(slim) == {"apiVersion", "metadata", "spec", "status"}
+    assert set(slim["spec"]) == {"type", "clusterIP", "selector", "ports"}
+    assert slim["status"] == {"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}}
+    assert "managedFields" not in slim["metadata"] and slim["metadata"]["annotations"] == {
+        **HOST,
+        "prometheus.io/scrape": "true",  # --annotation-filter and the annotation size limit read any
+    }
+
+
+def test_slim_copies_share_the_values_many_objects_repeat() -> None:
+    a, b = (projections.pod(noisy(PODS[k])) for k in ("default/web-0", "default/web-2"))
+    assert a["status"]["conditions"] == [{"type": "Ready", "status": "True"}]
+    assert a["status"]["conditions"] is b["status"]["conditions"]
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    eps = projections.endpoint_slice(noisy(SLICES[0]))["endpoints"]
+    assert eps[0]["conditions"] == {"ready": True} and "conditions" not in eps[2]

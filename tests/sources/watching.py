@@ -172,6 +172,7 @@ async def watching(
     table: Mapping[str, SourceKind[Any]] = SOURCES,
     restricted: bool = False,
     policy_annotation: str = "",
+    expect: tuple[str, ...] | None = None,
 ) -> AsyncIterator[Harness]:
     api = apiserver.api_client()
     watcher_api = apiserver.api_client(user_agent="shardsync-watcher")
@@ -189,6 +190,9 @@ async def watching(
         table=table,
         policy=NamespacePolicy.configured(kube, policy_annotation),
     )
+    if expect is not None:  # what a sharded replica learns from the assignment before listing
+        desired.expect(expect)
+        watcher.shard_hint.set()
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.run)
