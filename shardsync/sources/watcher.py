@@ -79,6 +79,9 @@ INVALID_ENDPOINTS = Counter(
 )
 
 
+TURN = 0.005  # seconds of translating before the event loop gets a turn (its other tasks wait meanwhile)
+
+
 @dataclass(frozen=True, slots=True)
 class WatchOptions:
     """What the watcher reads and keeps; shardsync.replica builds it from the flags of `shardsync run`."""
@@ -304,16 +307,21 @@ class SourceWatcher:
     async def flush(self) -> None:
         """Translate every pending object of the listed kinds, then report the zones touched."""
         touched: set[str] = set()
-        done = 0
+        turn_ends = time.monotonic() + TURN
         for source in self._sources.values():
             if not source.ready or not source.pending:
                 continue
             batch, source.pending = source.pending, {}
             for key in batch:
                 touched |= self._translate(source, key)
-                done += 1
-                if done % 256 == 0:  # a large (re)list must not hold the event loop for long
+                if time.monotonic() >= turn_ends:
+                    # A large (re)list must not hold the event loop: the worker fences gained zones and
+                    # reconciles the zones already translated meanwhile.
+                    if touched:
+                        self._on_dirty(touched)
+                        touched = set()
                     await anyio.lowlevel.checkpoint()
+                    turn_ends = time.monotonic() + TURN
         if touched:
             self._on_dirty(touched)
         if not self.synced.is_set() and all(
