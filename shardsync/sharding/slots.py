@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from shardsync.endpoint import normalize_name
 
@@ -53,7 +52,12 @@ def is_valid_count(count: object) -> bool:
 def slot_of(zone: str, count: int) -> int:
     """The slot of `zone` among `count` slots (a power of two): the low bits of md5(canonical name), so a
     zone's slot among 2n slots is its slot among n, or that plus n."""
-    digest = hashlib.md5(normalize_name(zone).encode(), usedforsecurity=False).digest()
+    return slot_of_name(normalize_name(zone), count)
+
+
+def slot_of_name(name: str, count: int) -> int:
+    """`slot_of` for a name already in canonical form (`normalize_name`)."""
+    digest = hashlib.md5(name.encode(), usedforsecurity=False).digest()
     return int.from_bytes(digest[-8:], "big") & (count - 1)
 
 
@@ -72,56 +76,8 @@ def grow(owners: Sequence[str | None], count: int) -> list[str | None]:
     return [owners[i % len(owners)] for i in range(count)]
 
 
-@dataclass(frozen=True, slots=True)
-class Rebalance:
-    owners: tuple[str, ...]  # per slot
-    moved_slots: int
-
-
-def rebalance(
-    previous: Sequence[str | None],
-    members: Mapping[str, int],
-    zones: Iterable[str] = (),
-    count: int | None = None,
-    even: bool = False,
-) -> Rebalance:
-    """The new table for `members` (identity → weight) from `previous` (per slot, None: nobody): slots of
-    members gone go to the least loaded members, members new to the table take slots from the most loaded
-    ones; nothing else moves. Balanced on the zones in each slot (`zones`: those the coordinator knows), then
-    on the empty slots. `even` (zones appeared or went, no member changed): every member below its share
-    takes slots from those above it, on the zones only."""
-    if not members:
-        raise ValueError("a slot table needs at least one member")
-    count = count or slot_count_for(len(members), len(previous))
-    owners = grow(previous, count)
-    counts = slot_counts(zones, count)
-    before = list(owners)
-    present = set(owners)
-    new = {m for m in members if m not in present}
-    if even:
-        _balance(owners, members, counts, new, even=True)
-    else:
-        for cost in (counts, [1 if c == 0 else 0 for c in counts]):
-            _balance(owners, members, cost, new)
-    moved = sum(1 for a, b in zip(before, owners, strict=True) if a != b)
-    return Rebalance(tuple(o for o in owners if o is not None), moved)
-
-
-def imbalance(owners: Sequence[str], members: Mapping[str, int], zones: Iterable[str]) -> float:
-    """The busiest member's zones over its weight's share of them (1.0: perfectly even)."""
-    counts = slot_counts(zones, len(owners))
-    total, total_weight = sum(counts), sum(members.values())
-    if not total or not total_weight:
-        return 1.0
-    load = dict.fromkeys(members, 0)
-    for slot, owner in enumerate(owners):
-        if owner in load:
-            load[owner] += counts[slot]
-    return max(load[m] / (total * w / total_weight) for m, w in members.items())
-
-
-def _balance(
-    owners: list[str | None], members: Mapping[str, int], cost: list[int], new: set[str], even: bool = False
+def balance_slots(
+    owners: list[str | None], members: Mapping[str, int], cost: list[int], new: set[str]
 ) -> None:
     """One pass over the slots with a positive `cost`: orphans to the least loaded, then fill the new
     members from the most loaded. Greedy, exact for unit costs, within one slot's cost otherwise."""
@@ -152,8 +108,6 @@ def _balance(
         heapq.heappush(ratio, (load[to] / target[to], to))
     # New members, each filled from the member furthest above its share (a max-heap of surplus, lazily
     # refreshed: an entry whose surplus changed is pushed again with its current value).
-    if even:  # every member below its share receives, neediest first
-        new = {m for m in members if load[m] < target[m] - 1}
     receivers = sorted(new, key=lambda m: (load[m] - target[m], m))
     surplus = [(target[m] - load[m], m) for m in sorted(members) if m not in new and load[m] > target[m]]
     heapq.heapify(surplus)
