@@ -16,11 +16,13 @@ Two candidates, the first that qualifies wins:
 1. *exact*: every member ends at its quota (equal weights: max - min <= 1 zone). Whole slots move while
    they fit, single zones (overrides) for the rest. After a membership change it may only move zones of
    members gone and to members new; it is refused when it needs moves between members that stayed (the
-   previous generation was not exact), or more than `budget` bytes of overrides.
+   previous generation was not exact), more than one new override per member (at least 16), or more
+   than `budget` bytes of overrides in all.
 2. *banded*: slots move from members gone (to the members with the most room) and to members new (from the
    most loaded, down to their band's floor), then single zones only where a member is still outside its
    band. At a thousand zones a member a slot holds about 15 zones, well inside a band of +-50, so this
-   needs no override at all; exactness there would cost about one override per member and event.
+   needs no override at all; exactness there costs about one override per member and event, and at
+   10,000 zones a member (10 members, 1M zones) tens of thousands: the band is worth more than the bytes.
 Both move nothing between members that stayed unless a member is left outside its band (weights changed,
 or zones appeared unevenly: `even`).
 
@@ -41,6 +43,8 @@ from shardsync.sharding.slots import balance_slots, grow, slot_count_for, slot_o
 
 PERCENT = 5  # the band's half-width, in percent of a member's share
 OVERRIDE_BYTES = 128 * 1024  # most JSON bytes of overrides one assignment carries
+# Exactness may add one override per member per generation (at least this many); beyond, the band.
+MIN_NEW_OVERRIDES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +240,11 @@ def rebalance(
     t = targets(exact.load, members)
     chosen = exact
     is_exact = all(exact.load[m] == t.quota[m] for m in members)
-    if not is_exact or override_bytes(exact.overrides, len(members)) > budget:
+    added = sum(1 for zone in exact.overrides if zone not in base.overrides)
+    affordable = added <= max(MIN_NEW_OVERRIDES, len(members)) and (
+        override_bytes(exact.overrides, len(members)) <= budget
+    )
+    if not is_exact or not affordable:
         chosen = base
         _place(chosen, new, even, tight=False, budget=budget)
         t = targets(chosen.load, members)

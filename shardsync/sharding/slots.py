@@ -1,17 +1,17 @@
 """The slot table: which member owns a zone, balanced by the coordinator, computed alike by every replica.
 
 A zone hashes (md5 of its canonical name) into one of `count` slots, a power of two; the assignment maps
-every slot to a member. Every replica computes `owner_of(zone)` from the table alone, also for a zone it
-has never seen, and the table is O(slots) whatever the number of zones (no zone is listed): at 1,000
-members and 1M zones it is 65,536 slots, a few hundred KiB of JSON.
+every slot to a member. Every replica computes `owner_of(zone)` from the table (and the few per-zone
+overrides of sharding/balance.py), also for a zone it has never seen, and the table is O(slots) whatever
+the number of zones (no zone is listed): at 1,000 members and 1M zones it is 65,536 slots, a few hundred
+KiB of JSON. The slot count grows with the members (64 per member, at least 1,024) so one slot stays a
+small part of a member's share; growing doubles it, splitting each slot in two halves that keep its owner,
+so growth moves nothing.
 
-The coordinator balances the table (`rebalance`): it counts the zones it knows per slot and gives each
-member slots carrying its weight's share of the zones (and, among empty slots, its share of those, for
-zones that appear later). Movement is minimal by construction: slots move only from a member that left
-(to the least loaded members) or to a member that joined (from the most loaded ones), never between two
-members that stayed, so a join moves about 1/(N+1) of the zones, all to the joiner. The slot count grows
-with the members (64 per member, at least 1,024) so one slot stays a small part of a member's share;
-growing doubles it, splitting each slot in two halves that keep its owner, so growth moves nothing.
+This module holds the table itself (hashing, growth, the encoding) and `balance_slots`, which shares out
+slots on a per-slot cost (the coordinator uses it for the slots no known zone hashes to, so zones that
+appear later land in proportion to the weights). Balancing on the zones, with minimal movement, is
+sharding/balance.py's.
 
 Why not the consistent-hash ring (the first design, sharding/ring.py, still read from version-1
 documents): with tens of zones per member its arcs are uneven (max/mean 1.2 at 40 zones per member) and
