@@ -21,9 +21,15 @@ import pytest
 
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.balance import Balanced, override_bytes, rebalance, targets
+from shardsync.sharding.clock import FakeClock
+from shardsync.sharding.membership import MemberStatus
+from shardsync.sharding.publisher import Publisher, PublisherConfig
 from shardsync.sharding.slots import slot_of
+from shardsync.sharding.states import MemberState
 from shardsync.shards.analysis import explain_zone
 from shardsync.shards.table import render_explanation
+
+from .helpers import ready, status
 
 
 def zone_names(count: int, prefix: str = "zone") -> list[str]:
@@ -34,13 +40,24 @@ def owners(b: Balanced, zones: list[str]) -> dict[str, str]:
     return {z: b.overrides.get(z) or b.owners[slot_of(z, len(b.owners))] for z in zones}
 
 
-def assert_optimal(own: Mapping[str, str], members: list[str]) -> None:
+def assert_optimal(own: Mapping[str, str | None], members: list[str]) -> None:
     load = Counter(own.values())
     counts = [load.get(m, 0) for m in members]
     assert set(load) <= set(members)
     assert max(counts) - min(counts) <= 1, counts
     mean = sum(counts) / len(counts)
     assert max(counts) / mean <= max(1.05, math.ceil(mean) / mean) + 1e-9
+
+
+def publish(pub: Publisher, clock: FakeClock, members: Mapping[str, MemberStatus]) -> Assignment:
+    """Observe until the publisher proposes (bounded), then commit it."""
+    for _ in range(100):
+        proposal = pub.observe(members, {}, clock.monotonic(), clock.now())
+        if proposal is not None:
+            pub.committed(proposal)
+            return proposal
+        clock.advance(0.5)
+    raise AssertionError("nothing published within 50 s")
 
 
 def names(n: int) -> list[str]:
@@ -226,3 +243,24 @@ def test_explain_says_why_an_overridden_zone_sits_where_it_sits() -> None:
     text = render_explanation(explain_zone(a, plain))
     assert "override     none (the zone follows its slot" in text
     assert "the coordinator gave that slot to" in text
+
+
+@pytest.mark.parametrize("leaving", [MemberState.EXPIRED, MemberState.DRAINING])
+def test_the_publisher_hands_a_crashed_or_drained_members_zones_out_evenly(leaving: MemberState) -> None:
+    # The case that was 1.10 after a leave and 1.20 after a crash at 10 zones a member: now the integer
+    # optimum (100 zones on 9 members: 12/11.1), and only the victim's zones move.
+    zones = zone_names(100, "pub")
+    members = names(10)
+    clock = FakeClock()
+    pub = Publisher("shardsync-0", PublisherConfig(settle=0.5), zones=lambda: zones)
+    first = publish(pub, clock, ready(*members))
+    before = {z: first.owner_of(z) for z in zones}
+    assert_optimal(before, members)
+    clock.advance(5)
+    victim = "shardsync-4"
+    statuses = {**ready(*[m for m in members if m != victim]), victim: status(victim, leaving)}
+    second = publish(pub, clock, statuses)
+    after = {z: second.owner_of(z) for z in zones}
+    assert {before[z] for z in zones if before[z] != after[z]} == {victim}
+    assert_optimal(after, [m for m in members if m != victim])
+    assert Assignment.from_configmap_data(second.to_configmap_data()) == second
