@@ -16,8 +16,8 @@ Two candidates, the first that qualifies wins:
 1. *exact*: every member ends at its quota (equal weights: max - min <= 1 zone). Whole slots move while
    they fit, single zones (overrides) for the rest. After a membership change it may only move zones of
    members gone and to members new; it is refused when it needs moves between members that stayed (the
-   previous generation was not exact), more than one new override per member (at least 16), or more
-   than `budget` bytes of overrides in all.
+   previous generation was not exact), growing the overrides by more than one per member (at least 16),
+   or more than `budget` bytes of overrides in all.
 2. *banded*: slots move from members gone (to the members with the most room) and to members new (from the
    most loaded, down to their band's floor), then single zones only where a member is still outside its
    band. At a thousand zones a member a slot holds about 15 zones, well inside a band of +-50, so this
@@ -43,7 +43,7 @@ from shardsync.sharding.slots import balance_slots, grow, slot_count_for, slot_o
 
 PERCENT = 5  # the band's half-width, in percent of a member's share
 OVERRIDE_BYTES = 128 * 1024  # most JSON bytes of overrides one assignment carries
-# Exactness may add one override per member per generation (at least this many); beyond, the band.
+# Exactness may grow the overrides by one per member per generation (at least this many); beyond, the band.
 MIN_NEW_OVERRIDES = 16
 
 
@@ -97,6 +97,10 @@ def out_of_band(
     return any(not t.lo[m] <= load[m] <= t.hi[m] for m in members)
 
 
+class _TooManyOverrides(Exception):
+    """The exact candidate would need more overrides than it may add."""
+
+
 @dataclass(slots=True)
 class _Table:
     """The working state of one candidate: slot owners, overrides, and the loads they make."""
@@ -109,6 +113,7 @@ class _Table:
     load: dict[str, int]
     held: dict[str, set[int]] = field(default_factory=dict)  # slots with a positive cost, per member
     by_member: dict[str, dict[str, int]] = field(default_factory=dict)  # overridden zone -> its slot
+    limit: int | None = None  # most overrides in all (the exact candidate gives up beyond)
 
     @classmethod
     def build(
@@ -151,6 +156,10 @@ class _Table:
             {m: dict(z) for m, z in self.by_member.items()},
         )
 
+    def check_limit(self) -> None:
+        if self.limit is not None and len(self.overrides) > self.limit:
+            raise _TooManyOverrides
+
     def give_slot(self, slot: int, to: str) -> None:
         was, c = self.owners[slot], self.cost[slot]
         if was is not None and was in self.held:
@@ -178,6 +187,7 @@ class _Table:
             self.held[to].add(slot)
         else:
             self.overrides[zone] = to
+            self.check_limit()
             self.by_member[to][zone] = slot
         self.load[to] += 1
 
@@ -236,15 +246,15 @@ def rebalance(
     new = {m for m in members if m not in present}
 
     exact = base.copy()
-    _place(exact, new, even, tight=True, budget=None)
-    t = targets(exact.load, members)
+    exact.limit = len(base.overrides) + max(MIN_NEW_OVERRIDES, len(members))
+    try:
+        _place(exact, new, even, tight=True, budget=None)
+        t = targets(exact.load, members)
+        is_exact = all(exact.load[m] == t.quota[m] for m in members)
+    except _TooManyOverrides:
+        is_exact = False
     chosen = exact
-    is_exact = all(exact.load[m] == t.quota[m] for m in members)
-    added = sum(1 for zone in exact.overrides if zone not in base.overrides)
-    affordable = added <= max(MIN_NEW_OVERRIDES, len(members)) and (
-        override_bytes(exact.overrides, len(members)) <= budget
-    )
-    if not is_exact or not affordable:
+    if not is_exact or override_bytes(exact.overrides, len(members)) > budget:
         chosen = base
         _place(chosen, new, even, tight=False, budget=budget)
         t = targets(chosen.load, members)
@@ -315,6 +325,7 @@ def _place_orphans(
             if zone not in t.overrides:
                 _, m = heapq.heappop(heap)
                 t.overrides[zone] = m
+                t.check_limit()
                 t.by_member[m][zone] = slot
                 t.load[m] += 1
                 heapq.heappush(heap, (t.load[m] - quota[m], m))
