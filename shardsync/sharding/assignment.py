@@ -186,15 +186,14 @@ class Assignment:
             reason = (
                 f"hashes to slot {slot} of {len(self.slots)}, whose member is {slot_owner}; the coordinator "
                 f"placed this zone on {overridden} by an override ({len(self.overrides)} in all): "
-                "moving whole slots could not bring every member to its share, so single zones moved, "
-                "only from members that left or to members that joined"
+                "whole slots could not bring every member to its share, so this zone moved on its own"
             )
         elif slot is not None:
             held = sum(1 for o in self.slots if o == owner)
             reason = (
                 f"hashes to slot {slot} of {len(self.slots)}; the coordinator gave that slot to {owner} "
-                f"({held} slots, balanced on the zones it knew; a slot moves only from a member that left "
-                "or to one that joined)"
+                f"({held} slots, balanced on the zones it knew; zones move only from members that left, to "
+                "members that joined, or from the busiest when zones appear)"
             )
         else:
             assert placement is not None
