@@ -7,8 +7,8 @@ ones within their grace), a weight, a pin or the ring parameters changed, once t
 `max_delay` after the first unpublished change. The proposal's slot table and overrides are the stored ones
 rebalanced (sharding/balance.py) on the zones the coordinator knows: zones move only from members gone and to
 members new. Zones that appear or go with no membership change are evened (with their own generation) once
-quiet for `settle`, when some member falls outside its band (sharding/balance.py: over 1.05 x its share, or
-over the integer optimum where that is tighter).
+quiet for `settle`, when some member holds more than its band allows (sharding/balance.py: over 1.05 x its
+share, or over the integer optimum where that is tighter).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shardsync.sharding.assignment import Assignment, Layout, Member, validate_pins
-from shardsync.sharding.balance import out_of_band, rebalance
+from shardsync.sharding.balance import over_band, rebalance
 from shardsync.sharding.clock import rfc3339
 from shardsync.sharding.membership import MemberStatus
 from shardsync.sharding.ring import RingParams
 from shardsync.sharding.states import MemberState
 
-# Zones that appeared or went are evened when a member falls outside its band, with at least
+# Zones that appeared or went are evened when a member holds more than its band allows, with at least
 # MIN_PER_MEMBER zones a member (below that the bands are a zone wide: every new zone would move another).
 MIN_PER_MEMBER = 10
 
@@ -195,7 +195,7 @@ class Publisher:
 
     def _uneven(self, now: float) -> bool:
         """Whether the zones, quiet for `settle` since they last changed, sit unevenly on the published
-        assignment (a member outside its band, with at least MIN_PER_MEMBER zones a member): then zones move
+        assignment (a member over its band, with at least MIN_PER_MEMBER zones a member): then zones move
         from the busiest members to those with room, with no membership change. Checked once per zone
         set."""
         zones = self._zones_seen
@@ -207,7 +207,7 @@ class Publisher:
         names = _names(zones)
         if not current.slots or len(names) < MIN_PER_MEMBER * len(weights):
             return False
-        return out_of_band(current.owner_of, weights, names)
+        return over_band(current.owner_of, weights, names)
 
     def next_generation(self) -> int:
         """One above the stored generation, and above any generation a member has acknowledged: even if the

@@ -14,13 +14,13 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import orjson
 import pytest
 
 from shardsync.sharding.assignment import Assignment, Member
-from shardsync.sharding.balance import Balanced, override_bytes, rebalance, targets
+from shardsync.sharding.balance import Balanced, over_band, override_bytes, rebalance, targets
 from shardsync.sharding.clock import FakeClock
 from shardsync.sharding.membership import MemberStatus
 from shardsync.sharding.publisher import Publisher, PublisherConfig
@@ -264,3 +264,18 @@ def test_the_publisher_hands_a_crashed_or_drained_members_zones_out_evenly(leavi
     assert {before[z] for z in zones if before[z] != after[z]} == {victim}
     assert_optimal(after, [m for m in members if m != victim])
     assert Assignment.from_configmap_data(second.to_configmap_data()) == second
+
+
+def test_zones_that_appear_are_evened_only_when_a_member_holds_more_than_its_band() -> None:
+    members = {"a": 1, "b": 1, "c": 1}
+    zones = zone_names(60)
+
+    def owner(split: dict[str, int]) -> Callable[[str], str]:
+        table = [m for m, n in split.items() for _ in range(n)]
+        return lambda zone: table[zones.index(zone)]
+
+    assert not over_band(owner({"a": 21, "b": 21, "c": 18}), members, zones)  # one low member: no move
+    assert over_band(owner({"a": 22, "b": 20, "c": 18}), members, zones)  # 22/20 > 1.05
+    # 61 zones: the share is 20.33, the band's top 21; 22 breaks it, 21 + 21 + 19 does not.
+    more = zone_names(61)
+    assert not over_band(lambda z: "abc"[min(more.index(z) // 21, 2)], members, more)
