@@ -159,7 +159,7 @@ async def test_rate_limit_over_http(client: FakeHTTPProvider, admin: FakeAdmin) 
 async def test_per_client_concurrency_keeps_replicas_apart() -> None:
     latency = Latency()
     latency.meet = threading.Barrier(6)
-    store = FakeStore(limits=Limits(latency=0.001, concurrency=2), sleep=latency)
+    store = FakeStore(limits=Limits(latency=0.001, concurrency=2), sleep_async=latency.sleep_async)
     store.seed(1, 1)
     server = FakeServer(store, port=0)
     server.start()
