@@ -186,6 +186,30 @@ async def test_per_client_concurrency_keeps_replicas_apart() -> None:
 
 
 @pytest.mark.anyio
+async def test_calls_in_flight_hold_no_thread_each() -> None:
+    store = FakeStore(limits=Limits(latency=0.3))
+    store.seed(1, 1)
+    with FakeServer(store, port=0) as server:
+        server_url = server.url
+        clients = [FakeHTTPProvider(server_url, f"replica-{i}") for i in range(4)]
+        before = threading.active_count()
+        most = before
+        try:
+            began = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                for c in clients:
+                    for _ in range(25):
+                        tg.start_soon(c.zones)
+                while time.monotonic() - began < 0.25:  # the 100 calls are all waiting out their latency
+                    most = max(most, threading.active_count())
+                    await anyio.sleep(0.02)
+        finally:
+            for c in clients:
+                await c.close()
+    assert most < before + 10  # a thread per connection would have been up to 100 more
+
+
+@pytest.mark.anyio
 async def test_client_timeout_and_unreachable(server: FakeServer, admin: FakeAdmin) -> None:
     admin.set_limits({"latency": 0.5})
     slow = FakeHTTPProvider(server.url, "replica-0", timeout=0.1)
