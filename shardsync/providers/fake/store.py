@@ -160,6 +160,15 @@ class FakeStore:
         with self._gate.call(client), self._data:
             return sorted(self._zones)
 
+    def zones_and_versions(self, client: str = ANONYMOUS) -> tuple[list[str], dict[str, str]]:
+        """One zone listing call, with each zone's version (base.ListsVersions); a zone with an injected
+        failure has none, so a caller asks it (and meets the failure) instead of taking it as unchanged."""
+        self._enforcer.admit()
+        with self._gate.call(client), self._data:
+            zones = sorted(self._zones)
+            failing = self._faults.failing_zones()
+            return zones, {z: self._versions[z] for z in zones if z not in failing}
+
     def records(self, zone: str, client: str = ANONYMOUS) -> list[Endpoint]:
         """Every record of the zone: one call, or under a profile with pages one call per page."""
         return self.records_if_changed(zone, client)[1] or []
