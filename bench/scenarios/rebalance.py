@@ -2,9 +2,11 @@
 
 For each step: `moved` zones (their runner changed) against the ideal 1/(N+1) of all zones
 (`moved_ratio` = moved fraction / ideal, target <= 1.10), max/mean zones per replica afterwards (target
-<= 1.10), `seconds_to_full_ownership` (from the scale command until a newer generation is in force and every
-zone runs at exactly one of the expected replicas), and the longest time any zone ran nowhere. Ownership is
-sampled from every replica's /shards (resolution: the sample period).
+<= 1.05; where the zones do not divide evenly the best possible is ceil(mean)/mean, which the coordinator
+reaches: 150 zones on 4 replicas give 38/37.5 = 1.013), `seconds_to_full_ownership` (from the scale
+command until a newer generation is in force and every zone runs at exactly one of the expected replicas),
+and the longest time any zone ran nowhere. Ownership is sampled from every replica's /shards (resolution:
+the sample period).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from bench.scenarios.common import (
 
 INTERVAL = 10.0
 TARGET_MOVED_RATIO = 1.10
-TARGET_MAX_OVER_MEAN = 1.10
+TARGET_MAX_OVER_MEAN = 1.05
 
 
 def _step(

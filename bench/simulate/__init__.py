@@ -1,7 +1,8 @@
 """`python -m bench.simulate`: the sharding protocol at internet scale, simulated on a fake clock.
 
 The job: run the pure protocol modules of shardsync.sharding (membership's `LivenessTracker`, election's
-`Election`, publisher's `Publisher`, assignment's `Assignment` with the real slot table of `slots`,
+`Election`, publisher's `Publisher`, assignment's `Assignment` with the real slot table of `slots` and the
+overrides of `balance`,
 handoff's `handoff` and `may_acquire`) for 10, 100 and 1,000 replicas over 10k, 100k and 1M zones, through a
 join, a graceful leave, a crash and a rolling restart, and report what a real cluster cannot show cheaply:
 balance, zones moved per event against the ideal, time to full ownership, lease writes/s, watch events/s
@@ -46,7 +47,8 @@ derived from them), `matrix` (`replicas`, `zones`, `events`), and `rows`, one pe
 event), each with:
 - `replicas`, `zones`, `event`, `victim` (the joiner, the leaver, the crashed replica; null for a roll);
 - `generation_before`, `generation_after`, `generations_published` (during the event);
-- `balance_max_over_mean`: zones of the busiest member / mean zones per member, final generation;
+- `balance_max_over_mean`: zones of the busiest member / mean zones per member, final generation (at most
+  1.05, or ceil(mean)/mean where the zones do not divide that evenly: sharding/balance.py);
 - `zones_moved` (owner changes summed over the generations published during the event), `ideal_moved`
   (zones / the larger of N before and after; null for a roll), `moved_ratio`, `moved_only_as_needed`
   (a join moves zones only to the joiner, a leave or crash only from the victim, a roll none);

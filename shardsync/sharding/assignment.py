@@ -1,12 +1,15 @@
 """The assignment (what the coordinator publishes) and the coordinator's decision of when to publish.
 
 `Assignment` is the content of the ConfigMap `<instance>-assignment` (design §2): version, generation,
-members (identity, weight), the slot table (sharding/slots.py: per slot, the index of its member), pins
-(zone → identity), createdAt and the coordinator that wrote it. It lists no zones: every replica computes
-`owner_of(zone)` locally from the table. Version 1 documents (a ring instead of a slot table, written by
-earlier builds) are still read: their owners come from `Ring`. `from_configmap_data` rejects anything it
-cannot trust, an unknown version included, with `CorruptAssignment`; the caller then keeps its last good
-view (rule 5: never act on a view you cannot read).
+members (identity, weight), the slot table (sharding/slots.py: per slot, the index of its member), the
+coordinator's overrides (zone → index of its member, where slot granularity could not balance:
+sharding/balance.py), pins (zone → identity), createdAt and the coordinator that wrote it. Every replica
+computes `owner_of(zone)` locally: pin, else override, else slot; a zone no one lists follows its slot. A
+document with overrides is version 3 (a build that reads only 1 and 2 rejects it instead of ignoring the
+overrides and disagreeing on owners); without, version 2 as before. Version 1 documents (a ring instead of
+a slot table, written by earlier builds) are still read: their owners come from `Ring`.
+`from_configmap_data` rejects anything it cannot trust, an unknown version included, with
+`CorruptAssignment`; the caller then keeps its last good view (rule 5: never act on a view you cannot read).
 
 Parking needs nothing more in the document: a restarting member simply stays listed (so its zones stay
 on it) until its grace runs out; that its zones are "parked" rather than active is read from its member
@@ -31,6 +34,7 @@ from typing import Any, TypeVar
 import orjson
 
 from shardsync.endpoint import normalize_name
+from shardsync.sharding.balance import rebalance
 from shardsync.sharding.membership import labels
 from shardsync.sharding.ring import (
     InvalidRing,
@@ -41,10 +45,11 @@ from shardsync.sharding.ring import (
     moves_between,
     weight_error,
 )
-from shardsync.sharding.slots import decode, encode, rebalance, slot_of
+from shardsync.sharding.slots import decode, encode, slot_of
 
 CONFIGMAP_KEY = "assignment.json"
 FORMAT_VERSION = 2  # what this build writes: the slot table
+OVERRIDES_VERSION = 3  # ... with per-zone overrides
 RING_VERSION = 1  # read still: a consistent-hash ring, no slot table
 
 
@@ -73,6 +78,8 @@ class Explanation:
     placement: Placement | None  # where the ring would put it (None: no members, or a slot table)
     reason: str
     slot: int | None = None  # its slot in the slot table (None: a version-1 ring assignment)
+    slot_owner: str | None = None  # the slot's member
+    overridden_to: str | None = None  # the coordinator's override, if any (in effect unless pinned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +101,7 @@ class Assignment:
     created_at: str = ""
     coordinator: str = ""
     slots: tuple[str, ...] = ()  # owner per slot; () in a version-1 document (the ring decides)
+    overrides: Mapping[str, str] = field(default_factory=dict, hash=False)  # zone -> member (coordinator's)
     _ring: Ring = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +127,17 @@ class Assignment:
             raise CorruptAssignment(f"slots name members not in the assignment: {sorted(strays)[:3]}")
         if self.slots and len(self.slots) & (len(self.slots) - 1):
             raise CorruptAssignment(f"{len(self.slots)} slots is not a power of two")
+        overrides: dict[str, str] = {}
+        for zone, identity in self.overrides.items():
+            name = normalize_name(zone) if isinstance(zone, str) else ""
+            if not name:
+                raise CorruptAssignment(f"override zone {zone!r} is not a zone name")
+            if identity not in identities:
+                raise CorruptAssignment(f"override of {name} names no member: {identity!r}")
+            overrides[name] = identity
+        if overrides and not self.slots:
+            raise CorruptAssignment("overrides need a slot table")
+        object.__setattr__(self, "overrides", MappingProxyType(dict(sorted(overrides.items()))))
         object.__setattr__(self, "slots", tuple(self.slots))
         object.__setattr__(self, "members", members)
         object.__setattr__(self, "pins", MappingProxyType(dict(sorted(pins.items()))))
@@ -133,11 +152,16 @@ class Assignment:
         return Layout(self.members, self.ring, tuple(self.pins.items()), bool(self.slots) or not self.members)
 
     def owner_of(self, zone: str) -> str | None:
-        """The member that owns `zone`: its pin when the pinned member is present, else its ring owner."""
-        if self.pins:
-            pinned = self.pins.get(normalize_name(zone))
+        """The member that owns `zone`: its pin when the pinned member is present, else its override, else
+        its slot's member (a version-1 document: its ring owner)."""
+        if self.pins or self.overrides:
+            name = normalize_name(zone)
+            pinned = self.pins.get(name)
             if pinned is not None and pinned in self._ring.members:
                 return pinned
+            overridden = self.overrides.get(name)
+            if overridden is not None:
+                return overridden
         if self.slots:
             return self.slots[slot_of(zone, len(self.slots))]
         return self._ring.owner_of(zone)
@@ -151,17 +175,25 @@ class Assignment:
         pinned = self.pins.get(name)
         owner = self.owner_of(name)
         slot = slot_of(name, len(self.slots)) if self.slots else None
+        slot_owner = self.slots[slot] if slot is not None else None
+        overridden = self.overrides.get(name)
         placement = None if self.slots else self._ring.explain(name)
         if pinned is not None and pinned == owner:
             reason = f"pinned to {pinned}"
         elif owner is None:
             reason = "no members: nobody owns it"
+        elif overridden is not None:
+            reason = (
+                f"hashes to slot {slot} of {len(self.slots)}, whose member is {slot_owner}; the coordinator "
+                f"placed this zone on {overridden} by an override ({len(self.overrides)} in all): "
+                "whole slots could not bring every member to its share, so this zone moved on its own"
+            )
         elif slot is not None:
             held = sum(1 for o in self.slots if o == owner)
             reason = (
                 f"hashes to slot {slot} of {len(self.slots)}; the coordinator gave that slot to {owner} "
-                f"({held} slots, balanced on the zones it knew; a slot moves only from a member that left "
-                "or to one that joined)"
+                f"({held} slots, balanced on the zones it knew; zones move only from members that left, to "
+                "members that joined, or from the busiest when zones appear)"
             )
         else:
             assert placement is not None
@@ -174,7 +206,15 @@ class Assignment:
             used = "slot owner used" if slot is not None else "ring owner used"
             reason = f"pinned to {pinned}, which is not a member: {used}; " + reason
         return Explanation(
-            name, owner, pinned, pinned is not None and pinned == owner, placement, reason, slot
+            name,
+            owner,
+            pinned,
+            pinned is not None and pinned == owner,
+            placement,
+            reason,
+            slot,
+            slot_owner,
+            overridden,
         )
 
     def pin_problems(self) -> list[str]:
@@ -195,25 +235,35 @@ class Assignment:
         same ring; same generation, never published."""
         chosen = tuple(members)
         slots: tuple[str, ...] = ()
+        overrides: Mapping[str, str] = {}
         if chosen and self.slots:  # a version-1 ring stays a ring
             weights = {m.identity: m.weight for m in chosen}
-            slots = rebalance(self.slots, weights, zones).owners
+            balanced = rebalance(self.slots, weights, zones, overrides=self.overrides, pins=self.pins)
+            slots, overrides = balanced.owners, balanced.overrides
         return Assignment(
-            self.generation, chosen, self.ring, self.pins, self.created_at, self.coordinator, slots
+            self.generation, chosen, self.ring, self.pins, self.created_at, self.coordinator, slots, overrides
         )
 
     # --- the ConfigMap --------------------------------------------------------------------------------
 
     def to_document(self) -> dict[str, Any]:
+        identities = [m.identity for m in self.members]
+        extra: dict[str, Any] = {}
+        version = FORMAT_VERSION if self.slots else RING_VERSION
+        if self.overrides:
+            version = OVERRIDES_VERSION
+            index = {m: i for i, m in enumerate(identities)}
+            extra["overrides"] = {zone: index[m] for zone, m in self.overrides.items()}
         return {
-            "version": FORMAT_VERSION if self.slots else RING_VERSION,
+            "version": version,
             "generation": self.generation,
             "createdAt": self.created_at,
             "coordinator": self.coordinator,
             "ring": {"hash": self.ring.hash, "vnodes": self.ring.vnodes},
             "members": [{"identity": m.identity, "weight": m.weight} for m in self.members],
             "pins": dict(self.pins),
-            "slots": encode(self.slots, [m.identity for m in self.members]),
+            "slots": encode(self.slots, identities),
+            **extra,
         }
 
     def to_configmap_data(self) -> dict[str, str]:
@@ -249,10 +299,10 @@ class Assignment:
         if not isinstance(doc, dict):
             raise CorruptAssignment("the assignment is not a JSON object")
         version = doc.get("version")
-        if version not in (RING_VERSION, FORMAT_VERSION) or isinstance(version, bool):
+        if version not in (RING_VERSION, FORMAT_VERSION, OVERRIDES_VERSION) or isinstance(version, bool):
             raise CorruptAssignment(
-                f"unsupported assignment version {version!r} (this build reads {RING_VERSION} and "
-                f"{FORMAT_VERSION})"
+                f"unsupported assignment version {version!r} (this build reads {RING_VERSION} to "
+                f"{OVERRIDES_VERSION})"
             )
         generation = _field(doc, "generation", int)
         if generation < 1:
@@ -276,11 +326,18 @@ class Assignment:
             members.append(Member(identity, weight))
         pins = _field(doc, "pins", dict)
         slots: tuple[str, ...] = ()
-        if version == FORMAT_VERSION:
-            decoded = decode(doc.get("slots"), sorted(m.identity for m in members))
+        overrides: dict[str, str] = {}
+        if version != RING_VERSION:
+            identities = sorted(m.identity for m in members)
+            decoded = decode(doc.get("slots"), identities)
             if isinstance(decoded, str):
                 raise CorruptAssignment(decoded)
             slots = decoded
+        if version == OVERRIDES_VERSION:
+            for zone, index in _field(doc, "overrides", dict).items():
+                if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(identities):
+                    raise CorruptAssignment(f"override of {zone!r} = {index!r} names no member")
+                overrides[zone] = identities[index]
         return cls(
             generation=generation,
             members=tuple(members),
@@ -289,6 +346,7 @@ class Assignment:
             created_at=_field(doc, "createdAt", str),
             coordinator=_field(doc, "coordinator", str),
             slots=slots,
+            overrides=overrides,
         )
 
 

@@ -4,8 +4,11 @@
 the pins, it proposes generation g+1 only when the membership (live, non-draining members, and restarting
 ones within their grace), a weight, a pin or the ring parameters changed, once the change has been quiet for
 `settle` seconds (a burst — a rolling restart, scaling by several — makes one generation), or at the latest
-`max_delay` after the first unpublished change. The proposal's slot table is the stored one rebalanced
-(sharding/slots.py) on the zones the coordinator knows: slots move only from members gone and to members new.
+`max_delay` after the first unpublished change. The proposal's slot table and overrides are the stored ones
+rebalanced (sharding/balance.py) on the zones the coordinator knows: zones move only from members gone and to
+members new. Zones that appear or go with no membership change are evened (with their own generation) once
+quiet for `settle`, when some member holds more than its band allows (sharding/balance.py: over 1.05 x its
+share, or over the integer optimum where that is tighter).
 """
 
 from __future__ import annotations
@@ -15,15 +18,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shardsync.sharding.assignment import Assignment, Layout, Member, validate_pins
+from shardsync.sharding.balance import over_band, rebalance
 from shardsync.sharding.clock import rfc3339
 from shardsync.sharding.membership import MemberStatus
 from shardsync.sharding.ring import RingParams
-from shardsync.sharding.slots import imbalance, rebalance
 from shardsync.sharding.states import MemberState
 
-# Zones that appeared or went are rebalanced when the busiest member holds more than this over its share,
-# with at least MIN_PER_MEMBER zones a member (fewer cannot be split that evenly).
-TOLERANCE = 1.05
+# Zones that appeared or went are evened when a member holds more than its band allows, with at least
+# MIN_PER_MEMBER zones a member (below that the bands are a zone wide: every new zone would move another).
 MIN_PER_MEMBER = 10
 
 DEFAULT_SETTLE = 2.0  # --settle-delay
@@ -152,16 +154,30 @@ class Publisher:
         )
 
     def _proposal(self, layout: Layout, wall: datetime, even: bool = False) -> Assignment:
-        previous = self.current.slots if self.current is not None else ()
+        current = self.current
         weights = {m.identity: m.weight for m in layout.members}
+        pins = dict(layout.pins)
+        slots: tuple[str, ...] = ()
+        overrides: Mapping[str, str] = {}
+        if weights:
+            balanced = rebalance(
+                current.slots if current is not None else (),
+                weights,
+                self.zones(),
+                overrides=current.overrides if current is not None else None,
+                pins=pins,
+                even=even,
+            )
+            slots, overrides = balanced.owners, balanced.overrides
         return Assignment(
             generation=self.next_generation(),
             members=layout.members,
             ring=layout.ring,
-            pins=dict(layout.pins),
+            pins=pins,
             created_at=rfc3339(wall),
             coordinator=self.identity,
-            slots=rebalance(previous, weights, self.zones(), even=even).owners if weights else (),
+            slots=slots,
+            overrides=overrides,
         )
 
     def _track_zones(self, now: float) -> None:
@@ -179,8 +195,9 @@ class Publisher:
 
     def _uneven(self, now: float) -> bool:
         """Whether the zones, quiet for `settle` since they last changed, sit unevenly on the published
-        table (max/mean over TOLERANCE, with at least MIN_PER_MEMBER zones a member): then slots move from
-        the busiest members to the idlest, with no membership change. Checked once per zone set."""
+        assignment (a member over its band, with at least MIN_PER_MEMBER zones a member): then zones move
+        from the busiest members to those with room, with no membership change. Checked once per zone
+        set."""
         zones = self._zones_seen
         current = self.current
         if self._zones_checked or now < self._zones_since + self.config.settle or current is None:
@@ -190,7 +207,7 @@ class Publisher:
         names = _names(zones)
         if not current.slots or len(names) < MIN_PER_MEMBER * len(weights):
             return False
-        return imbalance(current.slots, weights, names) > TOLERANCE
+        return over_band(current.owner_of, weights, names)
 
     def next_generation(self) -> int:
         """One above the stored generation, and above any generation a member has acknowledged: even if the

@@ -1,17 +1,17 @@
 """The slot table: which member owns a zone, balanced by the coordinator, computed alike by every replica.
 
 A zone hashes (md5 of its canonical name) into one of `count` slots, a power of two; the assignment maps
-every slot to a member. Every replica computes `owner_of(zone)` from the table alone, also for a zone it
-has never seen, and the table is O(slots) whatever the number of zones (no zone is listed): at 1,000
-members and 1M zones it is 65,536 slots, a few hundred KiB of JSON.
+every slot to a member. Every replica computes `owner_of(zone)` from the table (and the few per-zone
+overrides of sharding/balance.py), also for a zone it has never seen, and the table is O(slots) whatever
+the number of zones (no zone is listed): at 1,000 members and 1M zones it is 65,536 slots, a few hundred
+KiB of JSON. The slot count grows with the members (64 per member, at least 1,024) so one slot stays a
+small part of a member's share; growing doubles it, splitting each slot in two halves that keep its owner,
+so growth moves nothing.
 
-The coordinator balances the table (`rebalance`): it counts the zones it knows per slot and gives each
-member slots carrying its weight's share of the zones (and, among empty slots, its share of those, for
-zones that appear later). Movement is minimal by construction: slots move only from a member that left
-(to the least loaded members) or to a member that joined (from the most loaded ones), never between two
-members that stayed, so a join moves about 1/(N+1) of the zones, all to the joiner. The slot count grows
-with the members (64 per member, at least 1,024) so one slot stays a small part of a member's share;
-growing doubles it, splitting each slot in two halves that keep its owner, so growth moves nothing.
+This module holds the table itself (hashing, growth, the encoding) and `balance_slots`, which shares out
+slots on a per-slot cost (the coordinator uses it for the slots no known zone hashes to, so zones that
+appear later land in proportion to the weights). Balancing on the zones, with minimal movement, is
+sharding/balance.py's.
 
 Why not the consistent-hash ring (the first design, sharding/ring.py, still read from version-1
 documents): with tens of zones per member its arcs are uneven (max/mean 1.2 at 40 zones per member) and
@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from shardsync.endpoint import normalize_name
 
@@ -53,7 +52,12 @@ def is_valid_count(count: object) -> bool:
 def slot_of(zone: str, count: int) -> int:
     """The slot of `zone` among `count` slots (a power of two): the low bits of md5(canonical name), so a
     zone's slot among 2n slots is its slot among n, or that plus n."""
-    digest = hashlib.md5(normalize_name(zone).encode(), usedforsecurity=False).digest()
+    return slot_of_name(normalize_name(zone), count)
+
+
+def slot_of_name(name: str, count: int) -> int:
+    """`slot_of` for a name already in canonical form (`normalize_name`)."""
+    digest = hashlib.md5(name.encode(), usedforsecurity=False).digest()
     return int.from_bytes(digest[-8:], "big") & (count - 1)
 
 
@@ -72,56 +76,8 @@ def grow(owners: Sequence[str | None], count: int) -> list[str | None]:
     return [owners[i % len(owners)] for i in range(count)]
 
 
-@dataclass(frozen=True, slots=True)
-class Rebalance:
-    owners: tuple[str, ...]  # per slot
-    moved_slots: int
-
-
-def rebalance(
-    previous: Sequence[str | None],
-    members: Mapping[str, int],
-    zones: Iterable[str] = (),
-    count: int | None = None,
-    even: bool = False,
-) -> Rebalance:
-    """The new table for `members` (identity → weight) from `previous` (per slot, None: nobody): slots of
-    members gone go to the least loaded members, members new to the table take slots from the most loaded
-    ones; nothing else moves. Balanced on the zones in each slot (`zones`: those the coordinator knows), then
-    on the empty slots. `even` (zones appeared or went, no member changed): every member below its share
-    takes slots from those above it, on the zones only."""
-    if not members:
-        raise ValueError("a slot table needs at least one member")
-    count = count or slot_count_for(len(members), len(previous))
-    owners = grow(previous, count)
-    counts = slot_counts(zones, count)
-    before = list(owners)
-    present = set(owners)
-    new = {m for m in members if m not in present}
-    if even:
-        _balance(owners, members, counts, new, even=True)
-    else:
-        for cost in (counts, [1 if c == 0 else 0 for c in counts]):
-            _balance(owners, members, cost, new)
-    moved = sum(1 for a, b in zip(before, owners, strict=True) if a != b)
-    return Rebalance(tuple(o for o in owners if o is not None), moved)
-
-
-def imbalance(owners: Sequence[str], members: Mapping[str, int], zones: Iterable[str]) -> float:
-    """The busiest member's zones over its weight's share of them (1.0: perfectly even)."""
-    counts = slot_counts(zones, len(owners))
-    total, total_weight = sum(counts), sum(members.values())
-    if not total or not total_weight:
-        return 1.0
-    load = dict.fromkeys(members, 0)
-    for slot, owner in enumerate(owners):
-        if owner in load:
-            load[owner] += counts[slot]
-    return max(load[m] / (total * w / total_weight) for m, w in members.items())
-
-
-def _balance(
-    owners: list[str | None], members: Mapping[str, int], cost: list[int], new: set[str], even: bool = False
+def balance_slots(
+    owners: list[str | None], members: Mapping[str, int], cost: list[int], new: set[str]
 ) -> None:
     """One pass over the slots with a positive `cost`: orphans to the least loaded, then fill the new
     members from the most loaded. Greedy, exact for unit costs, within one slot's cost otherwise."""
@@ -152,8 +108,6 @@ def _balance(
         heapq.heappush(ratio, (load[to] / target[to], to))
     # New members, each filled from the member furthest above its share (a max-heap of surplus, lazily
     # refreshed: an entry whose surplus changed is pushed again with its current value).
-    if even:  # every member below its share receives, neediest first
-        new = {m for m in members if load[m] < target[m] - 1}
     receivers = sorted(new, key=lambda m: (load[m] - target[m], m))
     surplus = [(target[m] - load[m], m) for m in sorted(members) if m not in new and load[m] > target[m]]
     heapq.heapify(surplus)

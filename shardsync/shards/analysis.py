@@ -29,15 +29,18 @@ class WhatIfError(ValueError):
 
 
 def explain_zone(assignment: Assignment, zone: str) -> dict[str, Any]:
-    """Why `zone` has its owner in `assignment`: its slot and the slot's member (a version-1 ring: ring
-    point, weight, share of the ring), and its pin."""
+    """Why `zone` has its owner in `assignment`: its slot and the slot's member, the coordinator's
+    override if it has one (a version-1 ring: ring point, weight, share of the ring), and its pin."""
     e = assignment.explain(zone)
     p = e.placement
     slots = len(assignment.slots)
     return {
         "slot": e.slot,
         "slots": slots or None,
-        "slotsOfOwner": sum(1 for o in assignment.slots if o == e.owner) if slots else None,
+        "slotsOfOwner": sum(1 for o in assignment.slots if o == e.slot_owner) if slots else None,
+        "slotOwner": e.slot_owner,
+        "overriddenTo": e.overridden_to,
+        "overrides": len(assignment.overrides),
         "zone": e.zone,
         "generation": assignment.generation,
         "owner": e.owner,

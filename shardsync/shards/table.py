@@ -133,7 +133,9 @@ def render_explanation(doc: dict[str, Any]) -> str:
     if doc.get("slot") is not None:
         lines += [
             f"slot         {doc['slot']} of {doc['slots']}  (md5 of the zone name, low bits)",
-            f"slot owner   {doc['owner']}  holds {doc['slotsOfOwner']} slots, given by the coordinator",
+            f"slot owner   {_dash(doc.get('slotOwner'))}  holds {doc['slotsOfOwner']} slots, given by the "
+            "coordinator",
+            f"override     {_override_text(doc)}",
             f"why          {doc['reason']}",
         ]
         return "\n".join(lines)
@@ -148,6 +150,14 @@ def render_explanation(doc: dict[str, Any]) -> str:
         lines.append(f"why          {doc['reason']}")
     lines.append(f"ring         {doc['ring']['hash']}, {doc['ring']['vnodes']} points per unit of weight")
     return "\n".join(lines)
+
+
+def _override_text(doc: dict[str, Any]) -> str:
+    to = doc.get("overriddenTo")
+    if to is None:
+        return f"none (the zone follows its slot; {doc.get('overrides', 0)} zones in all are overridden)"
+    used = "in effect" if doc["owner"] == to and not doc["pinEffective"] else "the pin wins"
+    return f"to {to} ({used}; the coordinator's, to even what whole slots could not)"
 
 
 def _pin_text(doc: dict[str, Any]) -> str:

@@ -130,8 +130,14 @@ members = st.lists(
 )
 
 
-def good(generation: int, listed: list[Member], pins: dict[str, str]) -> str:
-    return orjson.dumps(Assignment(generation, tuple(listed), RingParams(), pins).to_document()).decode()
+def good(generation: int, listed: list[Member], pins: dict[str, str], slotted: bool = False) -> str:
+    slots: tuple[str, ...] = ()
+    overrides: dict[str, str] = {}
+    if slotted and listed:  # version 3: a slot table and an override
+        slots = tuple(listed[i % len(listed)].identity for i in range(1024))
+        overrides = {"c.ex.com": listed[-1].identity}
+    a = Assignment(generation, tuple(listed), RingParams(), pins, slots=slots, overrides=overrides)
+    return orjson.dumps(a.to_document()).decode()
 
 
 good_text = st.builds(
@@ -141,6 +147,7 @@ good_text = st.builds(
     st.dictionaries(
         st.sampled_from(["a.ex.com", "b.ex.com"]), st.sampled_from(["shardsync-0", "nobody"]), max_size=2
     ),
+    st.booleans(),
 )
 
 
@@ -154,7 +161,19 @@ bad_text = st.one_of(
     st.builds(
         mutate,
         good_text,
-        st.sampled_from(["version", "generation", "ring", "members", "pins", "createdAt", "coordinator"]),
+        st.sampled_from(
+            [
+                "version",
+                "generation",
+                "ring",
+                "members",
+                "pins",
+                "createdAt",
+                "coordinator",
+                "slots",
+                "overrides",
+            ]
+        ),
         junk,
     ),
     text,
@@ -182,4 +201,6 @@ def test_the_assignment_watch_keeps_the_newest_good_generation(datas: list[Any])
             assert best is None or current.generation >= best
             best = current.generation
             current.owner_of("a.ex.com")
+            current.owner_of("c.ex.com")
+            current.explain("c.ex.com")
             current.pin_problems()

@@ -18,10 +18,10 @@ from shardsync.sharding.assignment import (
     is_successor,
     validate_pins,
 )
+from shardsync.sharding.balance import rebalance
 from shardsync.sharding.clock import FakeClock
 from shardsync.sharding.publisher import Publisher, PublisherConfig
 from shardsync.sharding.ring import Ring, RingParams
-from shardsync.sharding.slots import rebalance
 from shardsync.sharding.states import MemberState
 
 from .helpers import ready, status
@@ -88,7 +88,11 @@ def corrupt(**changes: Any) -> dict[str, str]:
         ({}, "no 'assignment.json' key"),
         ({CONFIGMAP_KEY: "{not json"}, "is not JSON"),
         ({CONFIGMAP_KEY: "[1, 2]"}, "not a JSON object"),
-        (corrupt(version=3), "unsupported assignment version"),
+        (corrupt(version=4), "unsupported assignment version"),
+        (corrupt(version=3, slots=[0, 1]), "'overrides' must be dict"),
+        (corrupt(version=3, slots=[0, 1], overrides={"x.org": 2}), "names no member"),
+        (corrupt(version=3, slots=[0, 1], overrides={"x.org": True}), "names no member"),
+        (corrupt(version=3, slots=[0, 1], overrides={".": 0}), "not a zone name"),
         (corrupt(version="2"), "unsupported assignment version"),
         (corrupt(version=2, slots=[0, 1, 0]), "power of two"),
         (corrupt(version=2, slots=[0, 99]), r"slots\[1\] = 99 names no member"),
