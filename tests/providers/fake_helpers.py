@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -26,7 +27,7 @@ class Latency:
 
     It counts the calls inside it at once (`most`), can make calls meet (`meet`: a barrier that breaks
     unless all its parties are in flight together) and can hold the first `hold` calls until `release`
-    is set.
+    is set. `sleep_async` is the same for the HTTP server's calls, which share one event loop.
     """
 
     def __init__(self) -> None:
@@ -37,6 +38,7 @@ class Latency:
         self.entered = threading.Event()
         self.release = threading.Event()
         self.meet: threading.Barrier | None = None
+        self.met = False
 
     def __call__(self, seconds: float) -> None:
         with self.lock:
@@ -51,6 +53,31 @@ class Latency:
             time.sleep(seconds)
             if held and not self.release.wait(timeout=5):
                 raise TimeoutError("held call never released")
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+    async def sleep_async(self, seconds: float) -> None:
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            held = self.hold > 0
+            self.hold -= held
+            if self.meet is not None and self.inside >= self.meet.parties:
+                self.met = True
+        self.entered.set()
+        try:
+            # The calls share one event loop: poll, never block it.
+            deadline = time.monotonic() + 5
+            while self.meet is not None and not self.met:
+                if time.monotonic() > deadline:
+                    raise threading.BrokenBarrierError
+                await asyncio.sleep(0.001)
+            await asyncio.sleep(seconds)
+            while held and not self.release.is_set():
+                if time.monotonic() > deadline:
+                    raise TimeoutError("held call never released")
+                await asyncio.sleep(0.001)
         finally:
             with self.lock:
                 self.inside -= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -18,6 +19,11 @@ from tests.providers.fake_helpers import FakeClock
 
 def enter(gate: Gate, client: str) -> None:
     with gate.call(client):
+        pass
+
+
+async def enter_async(gate: Gate, client: str) -> None:
+    async with gate.call_async(client):
         pass
 
 
@@ -108,6 +114,87 @@ def test_gate_raised_concurrency_limit_lets_a_waiting_call_in() -> None:
         gate.set_limits(Limits(concurrency=2, queue_timeout=30))
         thread.join(timeout=10)
     assert waited and waited[0] < 10  # let in by the new limit, not by the 30 s queue timeout
+
+
+@pytest.mark.anyio
+async def test_gate_on_an_event_loop_queues_per_client_then_throttles() -> None:
+    gate = Gate(Limits(concurrency=1, queue_timeout=0.05))
+    async with gate.call_async("a"):
+        began = time.monotonic()
+        with pytest.raises(FakeThrottledError, match=r"client a: 1 calls in flight \(limit 1\)") as info:
+            await enter_async(gate, "a")
+        assert time.monotonic() - began >= 0.05  # it waited out the queue timeout first
+        assert info.value.retry_after == 0.1
+        await enter_async(gate, "b")
+    await enter_async(gate, "a")  # the slot is free again
+
+
+@pytest.mark.anyio
+async def test_gate_on_an_event_loop_sleeps_the_latency_without_a_thread() -> None:
+    gate = Gate(Limits(latency=0.1))
+    began = time.monotonic()
+    # Twenty calls of one client at once on one loop: they overlap, so together they take one latency.
+    await asyncio.gather(*(enter_async(gate, "a") for _ in range(20)))
+    assert 0.1 <= time.monotonic() - began < 1.0
+
+
+@pytest.mark.anyio
+async def test_gate_a_slot_freed_by_a_thread_lets_a_waiting_event_loop_call_in() -> None:
+    gate = Gate(Limits(concurrency=1, queue_timeout=30))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with gate.call("a"):
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(10)
+        waiter = asyncio.create_task(enter_async(gate, "a"))
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        release.set()
+        await asyncio.wait_for(waiter, 10)  # woken by the thread's release, not the 30 s queue timeout
+    finally:
+        release.set()
+        thread.join(10)
+
+
+@pytest.mark.anyio
+async def test_gate_a_slot_freed_on_the_event_loop_lets_a_waiting_thread_in() -> None:
+    gate = Gate(Limits(concurrency=1, queue_timeout=30))
+    began = time.monotonic()
+    async with gate.call_async("a"):
+        waiter = asyncio.create_task(asyncio.to_thread(enter, gate, "a"))
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+    await asyncio.wait_for(waiter, 10)
+    assert time.monotonic() - began < 10
+
+
+@pytest.mark.anyio
+async def test_gate_raised_concurrency_limit_lets_a_waiting_event_loop_call_in() -> None:
+    gate = Gate(Limits(concurrency=1, queue_timeout=30))
+    async with gate.call_async("a"):
+        waiter = asyncio.create_task(enter_async(gate, "a"))
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        gate.set_limits(Limits(concurrency=2, queue_timeout=30))
+        await asyncio.wait_for(waiter, 10)  # in while the first call still holds its slot
+
+
+@pytest.mark.anyio
+async def test_gate_a_cancelled_waiter_passes_its_wake_up_on() -> None:
+    gate = Gate(Limits(concurrency=1, queue_timeout=30))
+    async with gate.call_async("a"):
+        first = asyncio.create_task(enter_async(gate, "a"))
+        second = asyncio.create_task(enter_async(gate, "a"))
+        await asyncio.sleep(0.05)
+    first.cancel()  # woken by the release above, but cancelled before it ran: the slot goes to `second`
+    await asyncio.wait_for(second, 10)
+    assert first.cancelled() or first.done()
 
 
 # ---- injected faults ----

@@ -159,7 +159,7 @@ async def test_rate_limit_over_http(client: FakeHTTPProvider, admin: FakeAdmin) 
 async def test_per_client_concurrency_keeps_replicas_apart() -> None:
     latency = Latency()
     latency.meet = threading.Barrier(6)
-    store = FakeStore(limits=Limits(latency=0.001, concurrency=2), sleep=latency)
+    store = FakeStore(limits=Limits(latency=0.001, concurrency=2), sleep_async=latency.sleep_async)
     store.seed(1, 1)
     server = FakeServer(store, port=0)
     server.start()
@@ -183,6 +183,30 @@ async def test_per_client_concurrency_keeps_replicas_apart() -> None:
         for c in clients:
             await c.close()
         server.stop()
+
+
+@pytest.mark.anyio
+async def test_calls_in_flight_hold_no_thread_each() -> None:
+    store = FakeStore(limits=Limits(latency=0.3))
+    store.seed(1, 1)
+    with FakeServer(store, port=0) as server:
+        server_url = server.url
+        clients = [FakeHTTPProvider(server_url, f"replica-{i}") for i in range(4)]
+        before = threading.active_count()
+        most = before
+        try:
+            began = time.monotonic()
+            async with anyio.create_task_group() as tg:
+                for c in clients:
+                    for _ in range(25):
+                        tg.start_soon(c.zones)
+                while time.monotonic() - began < 0.25:  # the 100 calls are all waiting out their latency
+                    most = max(most, threading.active_count())
+                    await anyio.sleep(0.02)
+        finally:
+            for c in clients:
+                await c.close()
+    assert most < before + 10  # a thread per connection would have been up to 100 more
 
 
 @pytest.mark.anyio

@@ -7,6 +7,7 @@ store, or a shared `shardsync fake-provider`); everything else is imported from 
 - audit.py: `AuditEntry` and the bounded audit of writes;
 - seed.py: the layout of seeded zones and records;
 - store.py: `FakeStore`, zones, records and fences under one lock, shared by both faces below;
+  staging.py: checking a batch against a zone before the store commits it;
 - provider.py: `FakeProvider`, the store in this process;
 - profile.py: `Profile`, a real API's documented rules the store enforces (`--profile route53`);
 - server.py: the store over HTTP (native API and webhook face); command.py: `shardsync fake-provider`;

@@ -7,18 +7,25 @@ cloud DNS API does:
 3. at most `Limits.concurrency` calls per client are in flight; later ones wait up to
    `Limits.queue_timeout`, then are throttled. This keeps the fake latency-bound per client, so N replicas
    get N times the throughput of one, as they would from a real provider;
-4. the call sleeps `Limits.latency` (in the calling thread), then runs (the store: atomically under its lock).
+4. the call sleeps `Limits.latency`, then runs (the store: atomically under its lock).
 Clients are told apart by an identity string (the replica's identity).
+
+`Gate.call` admits a call of a thread (it blocks: the in-process FakeProvider's worker threads);
+`Gate.call_async` admits one on an event loop (the HTTP server: no thread per call). Both share one state, so
+a slot freed by either kind of call wakes a waiter of either kind.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from shardsync.providers.base import ThrottledError
@@ -105,6 +112,8 @@ class _Client:
     """Per-client gate state: calls in flight, the client's own waiters, and the token bucket."""
 
     slot_freed: threading.Condition  # on the gate's lock: a call ending wakes one waiter of its own client
+    # The client's calls on an event loop waiting for a slot, oldest first.
+    waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
     in_flight: int = 0
     tokens: float = 0.0
     refilled: float = 0.0
@@ -125,8 +134,10 @@ class Gate:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        sleep_async: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._limits = limits or Limits()
+        self._sleep_async = sleep_async
         self._injected = injected
         self._clock = clock
         self._wall_clock = wall_clock
@@ -144,6 +155,8 @@ class Gate:
             for state in self._clients.values():
                 state.primed = False  # refill buckets to the new size
                 state.slot_freed.notify_all()  # waiters re-check against a raised concurrency limit
+                while state.waiters:
+                    _wake(state.waiters.popleft())
 
     @contextmanager
     def call(self, client: str) -> Iterator[tuple[float, float]]:
@@ -153,17 +166,10 @@ class Gate:
         with self._lock:
             self._admit(client, limits)
             state = self._client(client)
-            if limits.concurrency is not None:
-
-                def has_slot() -> bool:
-                    limit = self._limits.concurrency
-                    return limit is None or state.in_flight < limit
-
-                if not state.slot_freed.wait_for(has_slot, timeout=limits.queue_timeout):
-                    raise FakeThrottledError(
-                        f"client {client}: {state.in_flight} calls in flight (limit {limits.concurrency})",
-                        retry_after=max(limits.latency, 0.1),
-                    )
+            if limits.concurrency is not None and not state.slot_freed.wait_for(
+                lambda: self._has_slot(state), timeout=limits.queue_timeout
+            ):
+                raise self._queue_full(client, state, limits)
             state.in_flight += 1
         try:
             started = (self._clock(), self._wall_clock())
@@ -171,11 +177,73 @@ class Gate:
                 self._sleep(limits.latency)
             yield started
         finally:
+            self._release(state)
+
+    @asynccontextmanager
+    async def call_async(self, client: str) -> AsyncIterator[tuple[float, float]]:
+        """`call` for a caller on an event loop: waits for a slot and sleeps the latency without a thread."""
+        limits = self._limits
+        with self._lock:
+            self._admit(client, limits)
+            state = self._client(client)
+            admitted = self._has_slot(state)
+            if admitted:
+                state.in_flight += 1
+        if not admitted:
+            await self._wait_async(client, state, limits)
+        try:
+            started = (self._clock(), self._wall_clock())
+            if limits.latency > 0:
+                await self._sleep_async(limits.latency)
+            yield started
+        finally:
+            self._release(state)
+
+    async def _wait_async(self, client: str, state: _Client, limits: Limits) -> None:
+        """Wait (up to the queue timeout) for a slot of `client` and take it; FakeThrottledError if none."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limits.queue_timeout
+        while True:
+            waiter: asyncio.Future[None] = loop.create_future()
             with self._lock:
-                state.in_flight -= 1
-                # One slot freed: wake one waiter of this client (FIFO), not every waiter of every client,
-                # which cost the server a thread wake-up per waiting call on every call's end.
-                state.slot_freed.notify()
+                if self._has_slot(state):
+                    state.in_flight += 1
+                    return
+                state.waiters.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
+            except BaseException as exc:
+                with self._lock:
+                    if waiter in state.waiters:
+                        state.waiters.remove(waiter)
+                    elif self._has_slot(state):
+                        self._wake_one(state)  # pass on the wake-up this waiter took and will not use
+                if isinstance(exc, TimeoutError):
+                    raise self._queue_full(client, state, limits) from None
+                raise
+
+    def _has_slot(self, state: _Client) -> bool:
+        limit = self._limits.concurrency
+        return limit is None or state.in_flight < limit
+
+    def _queue_full(self, client: str, state: _Client, limits: Limits) -> FakeThrottledError:
+        return FakeThrottledError(
+            f"client {client}: {state.in_flight} calls in flight (limit {limits.concurrency})",
+            retry_after=max(limits.latency, 0.1),
+        )
+
+    def _release(self, state: _Client) -> None:
+        with self._lock:
+            state.in_flight -= 1
+            self._wake_one(state)
+
+    def _wake_one(self, state: _Client) -> None:
+        # Called with the gate lock held. One slot freed: wake one waiter of this client (FIFO), not every
+        # waiter of every client, which cost the server a wake-up per waiting call on every call's end. A
+        # waiter of each kind is woken; the one that finds the slot taken waits again.
+        state.slot_freed.notify()
+        if state.waiters:
+            _wake(state.waiters.popleft())
 
     def _client(self, client: str) -> _Client:
         # Called with the gate lock held.
@@ -205,3 +273,22 @@ class Gate:
                 retry_after=(1.0 - state.tokens) / limits.rate,
             )
         state.tokens -= 1.0
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    """Resolve `waiter` from any thread (a thread's call may free a slot an event loop's call waits for)."""
+
+    def resolve() -> None:
+        if not waiter.done():
+            waiter.set_result(None)
+
+    loop = waiter.get_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        resolve()
+    else:
+        with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(resolve)

@@ -20,9 +20,9 @@ T = TypeVar("T")
 class FakeProvider:
     """The Provider protocol over a FakeStore in this process, as client `identity`.
 
-    Store calls run in worker threads, because the store blocks them for latency and concurrency slots
-    exactly as the HTTP server's handler threads are blocked; a cancelled call waits for its thread (at
-    most queue_timeout + latency), so no write lands after the caller has stopped waiting.
+    Store calls run in worker threads, because the store's blocking calls wait there for latency and
+    concurrency slots (the HTTP server uses the store's async calls instead); a cancelled call waits for
+    its thread (at most queue_timeout + latency), so no write lands after the caller has stopped waiting.
     """
 
     name = "fake"

@@ -36,23 +36,23 @@ Webhook face: external-dns's webhook provider protocol at the root, media type
 create/updateOld/updateNew/delete (capitalised keys too) and answers 204, `POST /adjustendpoints` returns
 the endpoints in canonical form. Webhook writes are unfenced and audited like the others.
 
-Admin and audit calls pass no gate; provider calls pay latency and limits. Each connection gets a thread
-(HTTP/1.1 keep-alive, Nagle off: otherwise every request costs ~40 ms on loopback).
+Admin and audit calls pass no gate; provider calls pay latency and limits. Every connection is served by
+aiohttp's low-level server on one event loop in a background thread: waiting for a slot and the latency take
+no thread, so a call costs its parsing and the store's work (HTTP/1.1 keep-alive, Nagle off).
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import math
-import socket
 import threading
 from collections.abc import Mapping
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote
 
 import orjson
+from aiohttp import web
 
 from shardsync import logs
 from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
@@ -96,6 +96,12 @@ class _Reply:
         self.content_type = content_type
         self.headers = dict(headers or {})
 
+    def response(self) -> web.Response:
+        headers = dict(self.headers)
+        if self.body:
+            headers["Content-Type"] = self.content_type
+        return web.Response(status=self.status, body=self.body or None, headers=headers)
+
 
 _NO_CONTENT = _Reply(HTTPStatus.NO_CONTENT)
 
@@ -104,65 +110,18 @@ def _error(status: int, kind: str, message: str, headers: Mapping[str, str] | No
     return _Reply(status, {"error": kind, "message": message}, headers=headers)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = False  # so server_close() joins the handler threads
-    block_on_close = True
-    allow_reuse_address = True
-    request_queue_size = 256
+class _Handler:
+    """Answers the requests of one FakeStore (the module docstring's routes) on the server's event loop."""
 
-    def __init__(self, address: tuple[str, int], store: FakeStore) -> None:
+    def __init__(self, store: FakeStore) -> None:
         self.store = store
-        self._open: set[socket.socket] = set()
-        self._open_lock = threading.Lock()
-        super().__init__(address, _Handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._open_lock:
-            self._open.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._open_lock:
-            self._open.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        """End every connection after its call in progress: shutting the read side wakes threads waiting
-        for a next request on a keep-alive connection, while a call in progress still sends its answer."""
-        with self._open_lock:
-            conns = list(self._open)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RD)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    timeout = 120  # an idle keep-alive connection is dropped after this many seconds
-    server: _Server
-
-    def do_GET(self) -> None:
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("fake provider request", line=format % args)
-
-    # ---- plumbing ----
-
-    def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        parts = [unquote(p) for p in url.path.split("/") if p]
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        parts = [unquote(p) for p in request.raw_path.split("?", 1)[0].split("/") if p]
+        query = {k: v[-1] for k, v in parse_qs(request.query_string).items()}
         try:
-            body = self._read_body()
-            reply = self._route(method, parts, query, body)
+            body = await _read_body(request)
+            reply = await self._route(request, parts, query, body)
         except ThrottledError as exc:
             retry = float(getattr(exc, "retry_after", 1.0))
             kind = (
@@ -179,51 +138,21 @@ class _Handler(BaseHTTPRequestHandler):
             reply = _error(500, "failed", str(exc))
         except (BadRequest, InvalidEndpoint, orjson.JSONDecodeError) as exc:
             reply = _error(400, "bad-request", str(exc))
-        except Exception as exc:  # a bug here must not kill the connection thread silently
-            log.error("fake provider request failed", exc_info=True, path=self.path)
+        except Exception as exc:  # a bug here must answer, not drop the connection
+            log.error("fake provider request failed", exc_info=True, path=request.path_qs)
             reply = _error(500, "internal", f"{type(exc).__name__}: {exc}")
-        self._send(reply)
-
-    def _read_body(self) -> Any:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            # The body's end is unknown, so the connection cannot carry another request.
-            self.close_connection = True
-            raise BadRequest("a body needs a valid Content-Length")
-        if length == 0:
-            return None
-        return orjson.loads(self.rfile.read(length))
-
-    def _send(self, reply: _Reply) -> None:
-        # The status line, headers and body in one write: written apart (as send_response, end_headers
-        # and a body write do), they leave as two segments and wake the client twice per answer.
-        lines = [f"{self.protocol_version} {reply.status} {HTTPStatus(reply.status).phrase}"]
-        if reply.body:
-            lines.append(f"Content-Type: {reply.content_type}")
-        if reply.status != HTTPStatus.NOT_MODIFIED:  # a 304 has no body, so no length of one
-            lines.append(f"Content-Length: {len(reply.body)}")
-        lines.extend(f"{name}: {value}" for name, value in reply.headers.items())
-        head = "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
-        self.log_request(reply.status)
-        try:
-            self.wfile.write(head + reply.body)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    @property
-    def _client(self) -> str:
-        return self.headers.get(CLIENT_HEADER) or ANONYMOUS
+        return reply.response()
 
     # ---- routes ----
 
-    def _route(self, method: str, parts: list[str], query: dict[str, str], body: Any) -> _Reply:
-        store = self.server.store
-        match method, parts:
+    async def _route(
+        self, request: web.BaseRequest, parts: list[str], query: dict[str, str], body: Any
+    ) -> _Reply:
+        store = self.store
+        client = request.headers.get(CLIENT_HEADER) or ANONYMOUS
+        match request.method, parts:
             case "GET", []:
-                zones = store.zones(self._client)
+                zones = await store.zones_async(client)
                 return _Reply(
                     200,
                     {"include": zones} if zones else {},
@@ -231,10 +160,10 @@ class _Handler(BaseHTTPRequestHandler):
                     {"Vary": "Content-Type"},
                 )
             case "GET", ["records"]:
-                records = store.all_records(self._client)
+                records = await store.all_records_async(client)
                 return _Reply(200, [r.to_json() for r in records], WEBHOOK_MEDIA_TYPE)
             case "POST", ["records"]:
-                store.apply_by_name(Changes.from_json(_object(body)), writer=self._client)
+                await store.apply_by_name_async(Changes.from_json(_object(body)), writer=client)
                 return _NO_CONTENT
             case "POST", ["adjustendpoints"]:
                 if not isinstance(body, list):
@@ -244,12 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
             case "GET", ["healthz"]:
                 return _Reply(200, {"ok": True})
             case "GET", ["v1", "zones"]:
-                return _Reply(200, {"zones": store.zones(self._client)})
+                return _Reply(200, {"zones": await store.zones_async(client)})
             case "GET", ["v1", "zones", zone, "records"]:
                 after = _key(query.get("after"))
                 limit = _optional_int(query.get("limit"))
-                seen = _etag_value(self.headers.get("If-None-Match")) if after is None else None
-                version, page, nxt = store.listing(zone, self._client, after=after, limit=limit, seen=seen)
+                seen = _etag_value(request.headers.get("If-None-Match")) if after is None else None
+                version, page, nxt = await store.listing_async(
+                    zone, client, after=after, limit=limit, seen=seen
+                )
                 etag = {"ETag": f'"{version}"'} if after is None else None
                 if page is None:
                     return _Reply(HTTPStatus.NOT_MODIFIED, headers=etag)
@@ -257,11 +188,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return _Reply(200, body, headers=etag)
             case "POST", ["v1", "zones", zone, "changes"]:
                 data = _object(body)
-                store.apply(
+                await store.apply_async(
                     zone,
                     Changes.from_json(_object(data.get("changes") or {})),
                     _token(data.get("fence")),
-                    writer=str(data.get("writer") or self._client),
+                    writer=str(data.get("writer") or client),
                     generation=_optional_int(data.get("generation")),
                 )
                 return _NO_CONTENT
@@ -270,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
                 token = _token(data.get("token"))
                 if token is None:
                     raise BadRequest("token missing")
-                store.acquire_fence(zone, token, writer=str(data.get("writer") or self._client))
+                await store.acquire_fence_async(zone, token, writer=str(data.get("writer") or client))
                 return _NO_CONTENT
             case "GET", ["v1", "zones", zone, "fence"]:
                 fence = store.fence_of(zone)
@@ -320,7 +251,16 @@ class _Handler(BaseHTTPRequestHandler):
                     raise BadRequest("expected {zone: string, records: [endpoints]}")
                 store.add_zone(data["zone"], [Endpoint.from_json(item) for item in items])
                 return _NO_CONTENT
-        return _error(404, "not-found", f"no route for {method} {self.path}")
+        return _error(404, "not-found", f"no route for {request.method} {request.path_qs}")
+
+
+async def _read_body(request: web.BaseRequest) -> Any:
+    if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+        raise BadRequest("a body needs a valid Content-Length")
+    if not request.content_length:
+        return None
+    # The stream itself: BaseRequest.read() would cap a body at 1 MiB, and seeding a zone sends more.
+    return orjson.loads(await request.content.read())
 
 
 def _etag_value(header: str | None) -> str | None:
@@ -366,43 +306,63 @@ def _token(value: Any) -> FenceToken | None:
 
 
 class FakeServer:
-    """A FakeStore served over HTTP from a background thread; `start()` binds, `stop()` ends everything."""
+    """A FakeStore served over HTTP from an event loop in a background thread; `start()` binds, `stop()`
+    ends everything."""
 
     def __init__(self, store: FakeStore, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
         self.store = store
         self._address = (host, port)
-        self._httpd: _Server | None = None
+        self._port: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._runner: web.ServerRunner | None = None
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._port is None:
             raise RuntimeError("server not started")
-        return int(self._httpd.server_address[1])
+        return self._port
 
     @property
     def url(self) -> str:
         return f"http://{self._address[0]}:{self.port}"
 
     def start(self) -> None:
-        self._httpd = _Server(self._address, self.store)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="fake-provider", daemon=True
-        )
-        self._thread.start()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-provider", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        try:
+            self._port = asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=30)
+        except BaseException:
+            self.stop()
+            raise
+
+    async def _serve(self) -> int:
+        # An idle keep-alive connection is dropped after 120 s, as before.
+        server = web.Server(_Handler(self.store), access_log=None, keepalive_timeout=120)
+        self._runner = runner = web.ServerRunner(server, shutdown_timeout=10)
+        await runner.setup()
+        host, port = self._address
+        # stop() waits this long for the calls in progress (latency plus queue timeout), then cancels them.
+        site = web.TCPSite(runner, host, port, backlog=256, reuse_address=True)
+        await site.start()
+        return int(runner.addresses[0][1])
 
     def stop(self) -> None:
-        """Stop accepting, hang up open connections and wait for every handler thread (bounded by the
-        longest call in progress: latency plus queue timeout)."""
-        if self._httpd is None:
+        """Stop accepting, hang up idle connections and wait for the calls in progress (bounded), then end
+        the event loop and its thread."""
+        loop, thread, runner = self._loop, self._thread, self._runner
+        if loop is None or thread is None:
             return
-        self._httpd.shutdown()
-        self._httpd.close_connections()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._httpd = None
-        self._thread = None
+        if runner is not None:
+            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = self._runner = None
+        self._port = None
 
     def __enter__(self) -> FakeServer:
         self.start()

@@ -1,11 +1,12 @@
 """The fake provider's data: zones, records and fences in memory; every call gated, every write audited.
 
 `FakeStore` is one thread-safe backend that both faces share: `FakeProvider` (provider.py, in-process,
-`--provider=fake`) and the HTTP server (server.py, `shardsync fake-provider`, shared by several replica
-processes). A provider call (zones, records, apply, acquire_fence) first passes the gate (limits.py: injected
-throttling, rate, concurrency, latency), then runs atomically under the store's data lock, where the
-injected failures (faults.py) are checked. Changes that cannot apply (create of an existing RRset, delete of
-a missing one, a name outside the zone) refuse the whole batch (InvalidChangesError, a BatchRejectedError),
+`--provider=fake`, calls from worker threads) and the HTTP server (server.py, `shardsync fake-provider`,
+shared by several replica processes, calls from one event loop: the `*_async` methods). A provider call
+(zones, records, apply, acquire_fence) first passes the gate (limits.py: injected throttling, rate,
+concurrency, latency), then runs atomically under the store's data lock, where the injected failures
+(faults.py) are checked. Changes that cannot apply (staging.py: create of an existing RRset, delete of a
+missing one, a name outside the zone) refuse the whole batch (InvalidChangesError, a BatchRejectedError),
 as an injected record failure does. A profile (profile.py, e.g. `route53`) adds the documented rules of a
 real API: exact deletes, batch and page limits, PriorRequestNotComplete and an account-wide token bucket.
 
@@ -24,30 +25,33 @@ the version a caller saw answers "unchanged" without listing (base.ReadsIfChange
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
+from typing import TypeVar
 
-from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name, same_targets
-from shardsync.providers.base import BatchRejectedError, FencedError, FenceToken, ProviderError
+from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
+from shardsync.providers.base import FencedError, FenceToken, ProviderError
 from shardsync.providers.fake.audit import DEFAULT_AUDIT_LIMIT, AuditEntry, AuditLog
 from shardsync.providers.fake.faults import Faults, InjectedFaults
 from shardsync.providers.fake.limits import ANONYMOUS, Gate, Limits
 from shardsync.providers.fake.profile import NONE, Enforcer, Profile
 from shardsync.providers.fake.seed import seeded_records, zone_name
+from shardsync.providers.fake.staging import InvalidChangesError, Key, commit, stage, with_fence
 
-Key = tuple[str, str, str]
+__all__ = ["FakeStore", "InvalidChangesError", "UnknownZoneError"]
+
+Started = tuple[float, float]  # when a call got its slot: (monotonic, wall), as the audit records it
+Listing = tuple[str, list[Endpoint] | None, Key | None]  # (zone version, page or None: unchanged, next)
+T = TypeVar("T")
 
 
 class UnknownZoneError(ProviderError):
     """The zone is not served by this provider."""
-
-
-class InvalidChangesError(BatchRejectedError):
-    """The changes cannot apply to the zone as it is (create of an existing RRset, delete of a missing one,
-    a name outside the zone). Nothing of the batch was applied."""
 
 
 class FakeStore:
@@ -63,12 +67,18 @@ class FakeStore:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        sleep_async: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._faults = InjectedFaults(faults)
         # The gate has its own lock, apart from the data's, so that calls waiting for a slot never hold up
         # calls already running.
         self._gate = Gate(
-            limits, injected=self._faults.throttle, clock=clock, wall_clock=wall_clock, sleep=sleep
+            limits,
+            injected=self._faults.throttle,
+            clock=clock,
+            wall_clock=wall_clock,
+            sleep=sleep,
+            sleep_async=sleep_async,
         )
         self._enforcer = Enforcer(profile, clock=clock)
         self._data = threading.Lock()
@@ -156,9 +166,10 @@ class FakeStore:
     # ---- provider calls (gated) ----
 
     def zones(self, client: str = ANONYMOUS) -> list[str]:
-        self._enforcer.admit()
-        with self._gate.call(client), self._data:
-            return sorted(self._zones)
+        return self._gated(client, self._zone_names)
+
+    async def zones_async(self, client: str = ANONYMOUS) -> list[str]:
+        return await self._gated_async(client, self._zone_names)
 
     def zones_and_versions(self, client: str = ANONYMOUS) -> tuple[list[str], dict[str, str]]:
         """One zone listing call, with each zone's version (base.ListsVersions); a zone with an injected
@@ -202,32 +213,29 @@ class FakeStore:
         after: Key | None = None,
         limit: int | None = None,
         seen: str | None = None,
-    ) -> tuple[str, list[Endpoint] | None, Key | None]:
+    ) -> Listing:
         """One listing call as `records_page`, with the zone's version read in the same step; with `seen`,
         conditional: (version, None, None) when the zone is still at that version. A conditional call
         passes the gate, the profile and the injected faults like any listing: only the answer is small."""
-        zone = normalize_name(zone)
-        self._enforcer.admit()
-        with self._gate.call(client), self._data:
-            self._faults.check_zone(zone)
-            current = self._zone(zone)
-            version = self._versions[zone]
-            if seen is not None and seen == version:
-                return version, None, None
-            records = sorted(current.values(), key=lambda e: e.key)
-        start = 0 if after is None else bisect.bisect_right([r.key for r in records], after)
-        page, more = self._enforcer.page(records, start, limit)
-        return version, page, (page[-1].key if more is not None and page else None)
+        return self._gated(client, partial(self._list, normalize_name(zone), after, limit, seen))
+
+    async def listing_async(
+        self,
+        zone: str,
+        client: str = ANONYMOUS,
+        *,
+        after: Key | None = None,
+        limit: int | None = None,
+        seen: str | None = None,
+    ) -> Listing:
+        return await self._gated_async(client, partial(self._list, normalize_name(zone), after, limit, seen))
 
     def all_records(self, client: str = ANONYMOUS) -> list[Endpoint]:
         """Every zone's records in one call (the webhook protocol is not zone-scoped)."""
-        self._enforcer.admit()
-        with self._gate.call(client), self._data:
-            out: list[Endpoint] = []
-            for zone in sorted(self._zones):
-                self._faults.check_zone(zone)
-                out.extend(sorted(self._zones[zone].values(), key=lambda e: e.key))
-            return out
+        return self._gated(client, self._every_record)
+
+    async def all_records_async(self, client: str = ANONYMOUS) -> list[Endpoint]:
+        return await self._gated_async(client, self._every_record)
 
     def apply(
         self,
@@ -244,90 +252,162 @@ class FakeStore:
         InjectedError or ThrottledError; every attempt past the gate is audited.
         """
         zone = normalize_name(zone)
-        if generation is None and fence is not None:
-            generation = fence.generation
-        self._enforcer.admit()
-        self._enforcer.begin_change(zone)
-        try:
-            with self._gate.call(writer) as started, self._data:
-                try:
-                    self._zone(zone)
-                    self._faults.check_zone(zone)
-                    # Under a profile the fence is [DELETE fence "<token>", CREATE fence "<token>"] inside
-                    # the batch: it counts toward the batch's size, and its DELETE is the compare.
-                    self._enforcer.check_batch(_with_fence(zone, changes, fence))
-                    if fence is not None:
-                        current = self._fences.get(zone)
-                        if current != fence:
-                            held = current.to_text() if current else "no fence"
-                            raise FencedError(f"zone {zone}: fence holds {held}, not {fence.to_text()}")
-                    self._faults.check_records(changes)
-                    staged = self._stage(zone, changes)
-                except ProviderError as exc:
-                    self._audit.record("apply", zone, writer, generation, fence, started, exc)
-                    raise
-                _commit(self._zones[zone], staged)
-                self._changed(zone)
-                self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
-        finally:
-            self._enforcer.end_change(zone)
+        self._gated(writer, partial(self._apply, zone, changes, fence, writer, generation), change=zone)
+
+    async def apply_async(
+        self,
+        zone: str,
+        changes: Changes,
+        fence: FenceToken | None = None,
+        *,
+        writer: str,
+        generation: int | None = None,
+    ) -> None:
+        zone = normalize_name(zone)
+        op = partial(self._apply, zone, changes, fence, writer, generation)
+        await self._gated_async(writer, op, change=zone)
 
     def apply_by_name(self, changes: Changes, *, writer: str) -> None:
         """Apply changes spanning any zones, placing each RRset in its most specific zone (the webhook face).
 
         Unfenced. All zones commit together or none does; one audit entry per zone touched.
         """
-        self._enforcer.admit()
-        with self._gate.call(writer) as started, self._data:
-            index = self._zone_index()
-            parts: dict[str, Changes] = {}
-            try:
-                for attr in ("create", "update_old", "update_new", "delete"):
-                    for ep in getattr(changes, attr):
-                        zone = index.zone_of(ep.dns_name)
-                        if zone is None:
-                            raise InvalidChangesError(f"{ep.dns_name}: in no zone this provider serves")
-                        getattr(parts.setdefault(zone, Changes()), attr).append(ep)
-                staged: dict[str, dict[Key, Endpoint | None]] = {}
-                for zone, part in sorted(parts.items()):
-                    self._faults.check_zone(zone)
-                    self._faults.check_records(part)
-                    staged[zone] = self._stage(zone, part)
-            except ProviderError as exc:
-                for zone in sorted(parts):
-                    self._audit.record("apply", zone, writer, None, None, started, exc)
-                raise
-            for zone, zone_staged in staged.items():
-                _commit(self._zones[zone], zone_staged)
-                self._changed(zone)
-                self._audit.record("apply", zone, writer, None, None, started, len(parts[zone]))
+        self._gated(writer, partial(self._apply_by_name, changes, writer))
+
+    async def apply_by_name_async(self, changes: Changes, *, writer: str) -> None:
+        await self._gated_async(writer, partial(self._apply_by_name, changes, writer))
 
     def acquire_fence(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
         """Make `token` the zone's fence: a compare-and-set (see the module docstring)."""
-        zone = normalize_name(zone)
-        writer = writer or token.identity
-        self._enforcer.admit()
-        self._enforcer.begin_change(zone)
-        try:
-            self._set_fence(zone, token, writer)
-        finally:
-            self._enforcer.end_change(zone)
+        zone, writer = normalize_name(zone), writer or token.identity
+        self._gated(writer, partial(self._set_fence, zone, token, writer), change=zone)
 
-    def _set_fence(self, zone: str, token: FenceToken, writer: str) -> None:
-        with self._gate.call(writer) as started, self._data:
-            try:
-                self._zone(zone)
-                self._faults.check_zone(zone)
+    async def acquire_fence_async(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
+        zone, writer = normalize_name(zone), writer or token.identity
+        await self._gated_async(writer, partial(self._set_fence, zone, token, writer), change=zone)
+
+    # ---- the gate around every provider call ----
+
+    def _gated(self, client: str, op: Callable[[Started], T], change: str | None = None) -> T:
+        """Run `op` under the data lock once the profile and the gate admitted `client`'s call (blocking);
+        `change`: the zone the call changes (PriorRequestNotComplete)."""
+        self._enforcer.admit()
+        if change is not None:
+            self._enforcer.begin_change(change)
+        try:
+            with self._gate.call(client) as started, self._data:
+                return op(started)
+        finally:
+            if change is not None:
+                self._enforcer.end_change(change)
+
+    async def _gated_async(self, client: str, op: Callable[[Started], T], change: str | None = None) -> T:
+        """`_gated` on an event loop: waiting for a slot and the latency take no thread."""
+        self._enforcer.admit()
+        if change is not None:
+            self._enforcer.begin_change(change)
+        try:
+            async with self._gate.call_async(client) as started:
+                with self._data:
+                    return op(started)
+        finally:
+            if change is not None:
+                self._enforcer.end_change(change)
+
+    # ---- the provider calls' work (called with the data lock held) ----
+
+    def _zone_names(self, started: Started) -> list[str]:
+        return sorted(self._zones)
+
+    def _list(
+        self, zone: str, after: Key | None, limit: int | None, seen: str | None, started: Started
+    ) -> Listing:
+        self._faults.check_zone(zone)
+        current = self._zone(zone)
+        version = self._versions[zone]
+        if seen is not None and seen == version:
+            return version, None, None
+        records = sorted(current.values(), key=lambda e: e.key)
+        start = 0 if after is None else bisect.bisect_right([r.key for r in records], after)
+        page, more = self._enforcer.page(records, start, limit)
+        return version, page, (page[-1].key if more is not None and page else None)
+
+    def _every_record(self, started: Started) -> list[Endpoint]:
+        out: list[Endpoint] = []
+        for zone in sorted(self._zones):
+            self._faults.check_zone(zone)
+            out.extend(sorted(self._zones[zone].values(), key=lambda e: e.key))
+        return out
+
+    def _apply(
+        self,
+        zone: str,
+        changes: Changes,
+        fence: FenceToken | None,
+        writer: str,
+        generation: int | None,
+        started: Started,
+    ) -> None:
+        if generation is None and fence is not None:
+            generation = fence.generation
+        try:
+            self._zone(zone)
+            self._faults.check_zone(zone)
+            # Under a profile the fence is [DELETE fence "<token>", CREATE fence "<token>"] inside the
+            # batch: it counts toward the batch's size, and its DELETE is the compare.
+            self._enforcer.check_batch(with_fence(zone, changes, fence))
+            if fence is not None:
                 current = self._fences.get(zone)
-                if current is not None and current != token and current.generation >= token.generation:
-                    raise FencedError(
-                        f"zone {zone}: fence holds {current.to_text()}, not older than {token.to_text()}"
-                    )
-            except ProviderError as exc:
-                self._audit.record("fence", zone, writer, token.generation, token, started, exc)
-                raise
-            self._fences[zone] = token
-            self._audit.record("fence", zone, writer, token.generation, token, started, 0)
+                if current != fence:
+                    held = current.to_text() if current else "no fence"
+                    raise FencedError(f"zone {zone}: fence holds {held}, not {fence.to_text()}")
+            self._faults.check_records(changes)
+            staged = stage(self._zones[zone], zone, changes, self._zone_index(), self._exact_deletes)
+        except ProviderError as exc:
+            self._audit.record("apply", zone, writer, generation, fence, started, exc)
+            raise
+        commit(self._zones[zone], staged)
+        self._changed(zone)
+        self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
+
+    def _apply_by_name(self, changes: Changes, writer: str, started: Started) -> None:
+        index = self._zone_index()
+        parts: dict[str, Changes] = {}
+        try:
+            for attr in ("create", "update_old", "update_new", "delete"):
+                for ep in getattr(changes, attr):
+                    zone = index.zone_of(ep.dns_name)
+                    if zone is None:
+                        raise InvalidChangesError(f"{ep.dns_name}: in no zone this provider serves")
+                    getattr(parts.setdefault(zone, Changes()), attr).append(ep)
+            staged: dict[str, dict[Key, Endpoint | None]] = {}
+            for zone, part in sorted(parts.items()):
+                self._faults.check_zone(zone)
+                self._faults.check_records(part)
+                staged[zone] = stage(self._zones[zone], zone, part, index, self._exact_deletes)
+        except ProviderError as exc:
+            for zone in sorted(parts):
+                self._audit.record("apply", zone, writer, None, None, started, exc)
+            raise
+        for zone, zone_staged in staged.items():
+            commit(self._zones[zone], zone_staged)
+            self._changed(zone)
+            self._audit.record("apply", zone, writer, None, None, started, len(parts[zone]))
+
+    def _set_fence(self, zone: str, token: FenceToken, writer: str, started: Started) -> None:
+        try:
+            self._zone(zone)
+            self._faults.check_zone(zone)
+            current = self._fences.get(zone)
+            if current is not None and current != token and current.generation >= token.generation:
+                raise FencedError(
+                    f"zone {zone}: fence holds {current.to_text()}, not older than {token.to_text()}"
+                )
+        except ProviderError as exc:
+            self._audit.record("fence", zone, writer, token.generation, token, started, exc)
+            raise
+        self._fences[zone] = token
+        self._audit.record("fence", zone, writer, token.generation, token, started, 0)
 
     # ---- internals (called with the data lock held) ----
 
@@ -341,70 +421,11 @@ class FakeStore:
         self._serial += 1
         self._versions[zone] = f"{self._prefix}-{self._serial}"
 
+    @property
+    def _exact_deletes(self) -> bool:
+        return self._enforcer.profile.exact_deletes
+
     def _zone_index(self) -> ZoneIndex:
         if self._index is None:
             self._index = ZoneIndex(self._zones)
         return self._index
-
-    def _stage(self, zone: str, changes: Changes) -> dict[Key, Endpoint | None]:
-        """Validate `changes` against the zone; return key -> new value (None: delete). Changes nothing."""
-        records = self._zones[zone]
-        index = self._zone_index()
-        staged: dict[Key, Endpoint | None] = {}
-
-        def current(key: Key) -> Endpoint | None:
-            return staged[key] if key in staged else records.get(key)
-
-        everything = (*changes.create, *changes.update_old, *changes.update_new, *changes.delete)
-        for ep in everything:
-            if index.zone_of(ep.dns_name) != zone:
-                raise InvalidChangesError(f"{ep.dns_name}: not in zone {zone}")
-        if len(changes.update_old) != len(changes.update_new):
-            raise InvalidChangesError("updateOld and updateNew differ in length")
-        # Deletes first, then updates, then creates: a batch may delete an RRset and create it anew.
-        exact = self._enforcer.profile.exact_deletes
-        for ep in changes.delete:
-            now = current(ep.key)
-            if now is None:
-                raise InvalidChangesError(f"delete {_describe(ep)}: no such record")
-            if exact and (now.ttl != ep.ttl or not same_targets(now.targets, ep.targets)):
-                # Route53: "the values must match the current values exactly"
-                raise InvalidChangesError(f"delete {_describe(ep)}: values differ from the current ones")
-            staged[ep.key] = None
-        for old, new in zip(changes.update_old, changes.update_new, strict=True):
-            if old.key != new.key:
-                raise InvalidChangesError(f"update {_describe(old)} -> {_describe(new)}: not the same RRset")
-            if current(old.key) is None:
-                raise InvalidChangesError(f"update {_describe(old)}: no such record")
-            staged[new.key] = new
-        for ep in changes.create:
-            if current(ep.key) is not None:
-                raise InvalidChangesError(f"create {_describe(ep)}: already exists")
-            staged[ep.key] = ep
-        return staged
-
-
-def _commit(records: dict[Key, Endpoint], staged: Mapping[Key, Endpoint | None]) -> None:
-    for key, value in staged.items():
-        if value is None:
-            records.pop(key, None)
-        else:
-            records[key] = value
-
-
-def _with_fence(zone: str, changes: Changes, fence: FenceToken | None) -> Changes:
-    """The batch as a Route53-like API would count it: with the fence's DELETE and CREATE."""
-    if fence is None:
-        return changes
-    record = Endpoint(f"_shardsync-fence.{zone}", "TXT", (f'"{fence.to_text()}"',))
-    return Changes(
-        create=[*changes.create, record],
-        update_old=changes.update_old,
-        update_new=changes.update_new,
-        delete=[*changes.delete, record],
-    )
-
-
-def _describe(ep: Endpoint) -> str:
-    ident = f" [{ep.set_identifier}]" if ep.set_identifier else ""
-    return f"{ep.dns_name} {ep.record_type}{ident}"
