@@ -195,9 +195,10 @@ class Worker:
         self._listed, self._listed_at = versions or {}, self.clock()
 
     def _listed_version(self, zone: str) -> str | None:
-        # Zone discovery lists every interval; a listing older than two (discovery failing) verifies
-        # nothing: the zone is asked.
-        if self.clock() - self._listed_at > 2 * self.options.interval:
+        # Zone discovery lists every interval (the call itself may wait an interval behind the zones' own
+        # calls when the provider is the bottleneck); a listing older than three (discovery failing)
+        # verifies nothing: the zone is asked.
+        if self.clock() - self._listed_at > 3 * self.options.interval:
             return None
         return self._listed.get(zone)
 

@@ -325,7 +325,7 @@ async def test_a_zone_listing_with_versions_verifies_an_unchanged_zone_without_a
         calls = (provider.unchanged, provider.full)
         await resync(8)
         assert (provider.unchanged, provider.full) == calls
-        now[0] += 2 * options.interval + 1  # discovery stopped listing: the zone is asked again
+        now[0] += 3 * options.interval + 1  # discovery stopped listing: the zone is asked again
         await resync(9)
         assert (provider.unchanged, provider.full) == (calls[0] + 1, calls[1])
 
