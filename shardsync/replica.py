@@ -40,7 +40,7 @@ from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.port import Ownership
 from shardsync.ownership.sharded import ShardedOwnership
 from shardsync.ownership.sole import SoleOwner
-from shardsync.providers.base import Provider, ProviderError
+from shardsync.providers.base import Provider, ProviderError, list_zones
 from shardsync.providers.budget import Budget, BudgetedProvider, share
 from shardsync.providers.cache import CachedProvider
 from shardsync.providers.table import PROVIDERS
@@ -143,13 +143,15 @@ class Replica:
         backoff = Backoff(initial=0.5, maximum=30.0)
         while True:
             try:
-                found = {z for z in await self.provider.zones() if self._zone_selected(z)}
+                listed, versions = await list_zones(self.provider)
+                found = {z for z in listed if self._zone_selected(z)}
             except ProviderError as exc:
                 delay = backoff.next()
                 log.warning("listing zones failed", error=str(exc), retry_in=f"{delay:.2f}s")
                 await anyio.sleep(delay)
                 continue
             backoff.reset()
+            self.worker.zones_listed(versions)
             if found != self.zones:
                 log.info(
                     "zones changed",

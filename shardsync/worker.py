@@ -143,6 +143,9 @@ class Worker:
     _reports: ZoneReports = field(init=False)
     # zone → its children of ZONE_LAST_SYNC and ZONE_SYNC_SECONDS, looked up once per ownership
     _gauges: dict[str, tuple[Gauge, Gauge]] = field(default_factory=dict, init=False)
+    # The zone versions of the provider's last zone listing (base.ListsVersions) and when it was read.
+    _listed: dict[str, str] = field(default_factory=dict, init=False)
+    _listed_at: float = field(default=-math.inf, init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
@@ -186,6 +189,18 @@ class Worker:
 
     def status(self, zone: str) -> ZoneStatus | None:
         return self.statuses.get(zone)
+
+    def zones_listed(self, versions: dict[str, str] | None) -> None:
+        """The provider's zone listing, just read, named these zone versions (None: it names none)."""
+        self._listed, self._listed_at = versions or {}, self.clock()
+
+    def _listed_version(self, zone: str) -> str | None:
+        # Zone discovery lists every interval (the call itself may wait an interval behind the zones' own
+        # calls when the provider is the bottleneck); a listing older than three (discovery failing)
+        # verifies nothing: the zone is asked.
+        if self.clock() - self._listed_at > 3 * self.options.interval:
+            return None
+        return self._listed.get(zone)
 
     def mark_dirty(self, zones: Iterable[str]) -> None:
         """Source changes touched these zones: reconcile the owned ones soon."""
@@ -322,6 +337,8 @@ class Worker:
         steady = self._unchanged.get(zone)
         wanted = self.desired.version(zone)
         seen = steady.provider_version if steady is not None and steady.desired == wanted else None
+        if seen is not None and self._listed_version(zone) == seen:
+            return  # the zone listing of this interval names the version of a plan that had nothing to do
         version, records = await read_if_changed(self.provider, zone, seen)
         if records is None:  # the provider's zone is still as at a plan that had nothing to do
             if self.desired.version(zone) == wanted:

@@ -170,6 +170,27 @@ async def read_if_changed(
 
 
 @runtime_checkable
+class ListsVersions(Protocol):
+    """Optional beside ReadsIfChanged: the zone list with each zone's version (the one `records_if_changed`
+    names) in one call. A replica lists its zones every interval anyway; with the versions, a zone whose
+    version is still the one of its last plan that had nothing to do is verified without a call of its own
+    (the provider's state is then at most one zone listing old, as a full read every interval would be).
+    `zones_and_versions()` returns the zones and their versions (None: the provider cannot tell them this
+    time). The fake provider has it; a provider without it is asked per zone."""
+
+    async def zones_and_versions(self) -> tuple[list[str], dict[str, str] | None]: ...
+
+
+async def list_zones(provider: Provider) -> tuple[list[str], dict[str, str] | None]:
+    """The provider's zones with their versions when it can list them (ListsVersions), else its zones."""
+    lister = getattr(provider, "zones_and_versions", None)
+    if lister is not None:
+        answer: tuple[list[str], dict[str, str] | None] = await lister()
+        return answer
+    return await provider.zones(), None
+
+
+@runtime_checkable
 class AdjustsDesired(Protocol):
     """Optional beside Provider: a provider that lists records in a form of its own (aws: alias records,
     explicit defaults) rewrites the desired endpoints the same way before they are planned, as external-dns's

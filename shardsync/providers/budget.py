@@ -40,7 +40,14 @@ from prometheus_client import Counter, Gauge
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import get_logger
-from shardsync.providers.base import FenceToken, MultiRequest, Provider, ThrottledError, read_if_changed
+from shardsync.providers.base import (
+    FenceToken,
+    MultiRequest,
+    Provider,
+    ThrottledError,
+    list_zones,
+    read_if_changed,
+)
 from shardsync.token_bucket import TokenBucket
 
 log = get_logger(__name__)
@@ -201,6 +208,11 @@ class BudgetedProvider:
 
     async def records(self, zone: str) -> list[Endpoint]:
         return await self._call("records", lambda: self.inner.records(zone))
+
+    async def zones_and_versions(self) -> tuple[list[str], dict[str, str] | None]:
+        """The inner provider's zone list with versions (base.ListsVersions), paced and counted as a zone
+        listing; its plain zone list when it has none."""
+        return await self._call("zones", lambda: list_zones(self.inner))
 
     async def records_if_changed(
         self, zone: str, version: str | None

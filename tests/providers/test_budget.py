@@ -24,6 +24,7 @@ from shardsync.providers.budget import (
     share,
 )
 from shardsync.providers.cache import CachedProvider
+from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.httpclient import retry_after
@@ -252,3 +253,25 @@ async def test_every_request_of_a_multi_request_call_is_paced_and_counted() -> N
     listed = counted("shardsync_provider_calls_total", "records")
     await provider.records("a.test")
     assert counted("shardsync_provider_calls_total", "records") - listed == 3  # the call and its two pages
+
+
+async def test_the_wrapper_lists_zones_with_versions_when_the_provider_can_and_counts_one_call() -> None:
+    store = FakeStore()
+    store.add_zone("a.example")
+    before = REGISTRY.get_sample_value("shardsync_provider_calls_total", {"kind": "zones"}) or 0.0
+    zones, versions = await BudgetedProvider(FakeProvider(store, "r0"), None).zones_and_versions()
+    assert zones == ["a.example"] and versions == {"a.example": store.records_if_changed("a.example")[0]}
+    # The record cache (--provider-cache-time) names no versions: its zones are read from the cache.
+    unversioned = CachedProvider(FakeProvider(store, "r0"), 60.0)
+    assert await BudgetedProvider(unversioned, None).zones_and_versions() == (["a.example"], None)
+    after = REGISTRY.get_sample_value("shardsync_provider_calls_total", {"kind": "zones"})
+    assert after == before + 2
+
+
+async def test_a_zone_with_an_injected_failure_has_no_version_in_the_listing() -> None:
+    store = FakeStore()
+    store.add_zone("a.example")
+    store.add_zone("b.example")
+    store.set_faults(Faults(fail_zones=frozenset({"b.example"})))
+    zones, versions = await FakeProvider(store, "r0").zones_and_versions()
+    assert zones == ["a.example", "b.example"] and versions is not None and set(versions) == {"a.example"}

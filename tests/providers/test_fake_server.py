@@ -121,6 +121,20 @@ async def test_a_conditional_read_over_http(
 
 
 @pytest.mark.anyio
+async def test_the_zone_listing_names_each_zones_version_over_http(
+    client: FakeHTTPProvider, store: FakeStore
+) -> None:
+    zones, versions = await client.zones_and_versions()
+    assert zones == await client.zones() and versions is not None and set(versions) == set(zones)
+    version, _ = await client.records_if_changed(Z0, None)
+    assert versions[Z0] == version  # the version a records GET names in its ETag
+    store.apply(Z0, Changes(delete=[store.peek(Z0)[0]]), writer="someone")
+    _, after = await client.zones_and_versions()
+    assert after is not None and after[Z0] != version
+    assert {z: v for z, v in after.items() if z != Z0} == {z: v for z, v in versions.items() if z != Z0}
+
+
+@pytest.mark.anyio
 async def test_error_mapping(client: FakeHTTPProvider, admin: FakeAdmin) -> None:
     with pytest.raises(ProviderError, match="unknown zone") as info:
         await client.records("nope.example")

@@ -284,6 +284,52 @@ async def test_the_steady_state_is_a_conditional_read_and_a_change_at_the_provid
         await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.9",))
 
 
+async def test_a_zone_listing_with_versions_verifies_an_unchanged_zone_without_a_call() -> None:
+    """With the zone listing's versions (base.ListsVersions, read every interval by zone discovery), a zone
+    still at the version of its last plan that had nothing to do costs no provider call; a listing that
+    names a new version (a record changed behind our back) makes the zone read in full and repaired, and a
+    listing older than two intervals verifies nothing."""
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    provider = CountingReads(store)
+    now = [0.0]
+    options = WorkerOptions(interval=60, event_delay=0, concurrency=4)
+    worker = Worker(provider, TxtRegistry(owner_id="shard"), desired, options, clock=lambda: now[0])
+
+    def listing() -> None:  # what zone discovery hands the worker each interval
+        worker.zones_listed({ZONE: store.records_if_changed(ZONE)[0]})
+
+    async def resync(syncs: int) -> None:
+        worker.mark_dirty([ZONE])
+        await eventually(lambda: worker.statuses[ZONE].syncs >= syncs)
+
+    async with running(worker):
+        worker.own(ZONE)
+        await resync(1)  # the write
+        await resync(2)  # the plan with nothing to do
+        calls = (provider.unchanged, provider.full)
+        listing()
+        for syncs in (3, 4, 5):
+            await resync(syncs)
+        assert (provider.unchanged, provider.full) == calls  # verified by the listing alone
+        [record] = [e for e in store.peek(ZONE) if e.record_type == "A"]
+        store.apply(ZONE, Changes(delete=[record]), writer="someone-else")
+        listing()
+        await resync(6)
+        assert names(store).get(("www.ex.com", "A")) == ("192.0.2.1",)  # repaired at that pass
+        assert provider.full == calls[1] + 1
+        await resync(7)  # planned with nothing to do again, at the new version
+        listing()
+        calls = (provider.unchanged, provider.full)
+        await resync(8)
+        assert (provider.unchanged, provider.full) == calls
+        now[0] += 3 * options.interval + 1  # discovery stopped listing: the zone is asked again
+        await resync(9)
+        assert (provider.unchanged, provider.full) == (calls[0] + 1, calls[1])
+
+
 async def test_an_unchanged_zone_is_not_planned_again_but_a_changed_read_is() -> None:
     """The steady-state check: the same records read and the same desired endpoints skip the plan; a record
     changed behind our back (another writer) changes the read, and the zone is repaired."""

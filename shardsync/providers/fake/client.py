@@ -150,6 +150,14 @@ class FakeHTTPProvider:
     async def zones(self) -> list[str]:
         return [str(z) for z in (await self._request("GET", "/v1/zones"))[0]["zones"]]
 
+    async def zones_and_versions(self) -> tuple[list[str], dict[str, str] | None]:
+        """base.ListsVersions: the zones and, per zone, the version its records' ETag names."""
+        data = (await self._request("GET", "/v1/zones?versions=1"))[0]
+        versions = data.get("versions")
+        if not isinstance(versions, dict):  # a server without them: the zones alone
+            return [str(z) for z in data["zones"]], None
+        return [str(z) for z in data["zones"]], {str(z): str(v) for z, v in versions.items()}
+
     async def records(self, zone: str) -> list[Endpoint]:
         """Every record of the zone, page by page when the server's profile pages listings."""
         return (await self.records_if_changed(zone, None))[1] or []

@@ -109,6 +109,9 @@ class InjectedFaults:
         if zone in self._faults.fail_zones:
             raise InjectedError(f"zone {zone}: injected failure")
 
+    def failing_zones(self) -> frozenset[str]:
+        return frozenset(self._faults.fail_zones)
+
     def check_records(self, changes: Changes) -> None:
         bad = self._faults.fail_records
         if not bad:

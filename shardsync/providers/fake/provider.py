@@ -38,6 +38,10 @@ class FakeProvider:
     async def zones(self) -> list[str]:
         return await self._run(partial(self.store.zones, self.identity))
 
+    async def zones_and_versions(self) -> tuple[list[str], dict[str, str] | None]:
+        zones, versions = await self._run(partial(self.store.zones_and_versions, self.identity))
+        return zones, versions
+
     async def records(self, zone: str) -> list[Endpoint]:
         return await self._run(partial(self.store.records, zone, self.identity))
 

@@ -5,7 +5,8 @@ It serves one FakeStore through two faces on one port.
 Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself in the header
 `X-Shardsync-Client`; per-client limits are keyed on it.
 
-- `GET /v1/zones` → `{"zones": [...]}`
+- `GET /v1/zones[?versions=1]` → `{"zones": [...]}`, with `versions=1` also `"versions": {zone: version}`
+  (the version a records GET names in its ETag; none for a zone with an injected failure)
 - `GET /v1/zones/{zone}/records[?after=KEY&limit=N]` → `{"records": [Endpoint JSON...], "next": KEY or null}`:
   one page (all records unless the profile or `limit` cuts it); KEY is the JSON [name, type, set id] of the
   last record returned, passed back as `after` for the next page. The first page carries the zone's version
@@ -173,7 +174,10 @@ class _Handler:
             case "GET", ["healthz"]:
                 return _Reply(200, {"ok": True})
             case "GET", ["v1", "zones"]:
-                return _Reply(200, {"zones": await store.zones_async(client)})
+                if "versions" not in query:
+                    return _Reply(200, {"zones": await store.zones_async(client)})
+                zones, versions = await store.zones_and_versions_async(client)
+                return _Reply(200, {"zones": zones, "versions": versions})
             case "GET", ["v1", "zones", zone, "records"]:
                 after = _key(query.get("after"))
                 limit = _optional_int(query.get("limit"))

@@ -171,6 +171,14 @@ class FakeStore:
     async def zones_async(self, client: str = ANONYMOUS) -> list[str]:
         return await self._gated_async(client, self._zone_names)
 
+    def zones_and_versions(self, client: str = ANONYMOUS) -> tuple[list[str], dict[str, str]]:
+        """One zone listing call, with each zone's version (base.ListsVersions); a zone with an injected
+        failure has none, so a caller asks it (and meets the failure) instead of taking it as unchanged."""
+        return self._gated(client, self._zone_versions)
+
+    async def zones_and_versions_async(self, client: str = ANONYMOUS) -> tuple[list[str], dict[str, str]]:
+        return await self._gated_async(client, self._zone_versions)
+
     def records(self, zone: str, client: str = ANONYMOUS) -> list[Endpoint]:
         """Every record of the zone: one call, or under a profile with pages one call per page."""
         return self.records_if_changed(zone, client)[1] or []
@@ -306,6 +314,11 @@ class FakeStore:
                 self._enforcer.end_change(change)
 
     # ---- the provider calls' work (called with the data lock held) ----
+
+    def _zone_versions(self, started: Started) -> tuple[list[str], dict[str, str]]:
+        zones = self._zone_names(started)
+        failing = self._faults.failing_zones()
+        return zones, {z: self._versions[z] for z in zones if z not in failing}
 
     def _zone_names(self, started: Started) -> list[str]:
         return sorted(self._zones)
