@@ -20,9 +20,12 @@ A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hu
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
+
+import orjson
 
 from shardsync.sources.annotations import PREFIXES
 
@@ -37,6 +40,21 @@ def _interned(value: Any) -> Any:
     """One copy of a string many objects repeat (a namespace, a node name): the JSON decoder makes one per
     object."""
     return sys.intern(value) if type(value) is str else value
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(blob: bytes) -> Any:
+    return orjson.loads(blob)
+
+
+def _shared(value: Any) -> Any:
+    """One copy of a value many objects repeat whole (a Service's ports, a ReplicaSet's Pod labels): equal
+    values come back as the same object while they are among the last few thousand seen. Only for values
+    nobody changes in place (cached objects are replaced whole, never edited)."""
+    try:
+        return _decoded(orjson.dumps(value))
+    except (orjson.JSONEncodeError, TypeError):
+        return value
 
 
 def _meta(obj: Mapping[str, Any], *extra: str) -> dict[str, Any]:
@@ -73,6 +91,8 @@ def _ours(annotations: Any) -> dict[str, Any]:
 
 def pod(obj: Obj) -> Obj:
     meta = _meta(obj, "labels", "deletionTimestamp")
+    if "labels" in meta:
+        meta["labels"] = _shared(meta["labels"])  # a ReplicaSet's Pods carry the same labels
     annotations = _ours((obj.get("metadata") or {}).get("annotations"))
     if annotations:
         meta["annotations"] = annotations
@@ -171,6 +191,8 @@ def service(obj: Obj) -> Obj:
     slim = without_bookkeeping(obj)
     out: Obj = {k: slim[k] for k in ("apiVersion", "metadata") if k in slim}
     spec = _pick(obj.get("spec"), *_SERVICE_SPEC)
+    if "ports" in spec:
+        spec["ports"] = _shared(spec["ports"])  # most Services expose the same few ports
     if spec:
         out["spec"] = spec
     status = _pick(obj.get("status"), "loadBalancer")

@@ -155,3 +155,12 @@ def test_slim_copies_share_the_values_many_objects_repeat() -> None:
     assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
     eps = projections.endpoint_slice(noisy(SLICES[0]))["endpoints"]
     assert eps[0]["conditions"] == {"ready": True} and "conditions" not in eps[2]
+    assert a["metadata"]["labels"] == {"app": "web"}
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]  # a ReplicaSet's Pods: one labels dict
+    one, two = (projections.service(noisy(service(n, annotations=HOST, ports=PORTS))) for n in "ab")
+    assert one["spec"]["ports"] == PORTS and one["spec"]["ports"] is two["spec"]["ports"]
+
+
+def test_values_that_are_not_json_are_kept_as_they_are() -> None:
+    odd = {"when": object()}
+    assert projections._shared(odd) is odd
