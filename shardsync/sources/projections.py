@@ -20,12 +20,9 @@ A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hu
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
-
-import orjson
 
 from shardsync.sources.annotations import PREFIXES
 
@@ -42,19 +39,36 @@ def _interned(value: Any) -> Any:
     return sys.intern(value) if type(value) is str else value
 
 
-@functools.lru_cache(maxsize=4096)
-def _decoded(blob: bytes) -> Any:
-    return orjson.loads(blob)
+# Shared values, by a hashable key made of their own items (no new strings); emptied when full, so it
+# stays small whatever the cluster holds and loses only the sharing of values seen before.
+_SHARED: dict[Any, Any] = {}
+_SHARED_MAX = 4096
+
+
+def _key(value: Any) -> Any:
+    """A hashable key equal for equal JSON values of the shapes shared here; TypeError otherwise."""
+    if type(value) is dict:
+        return tuple((k, _key(v)) for k, v in value.items())
+    if type(value) is list:
+        return (list, *map(_key, value))
+    hash(value)
+    return (type(value), value)
 
 
 def _shared(value: Any) -> Any:
-    """One copy of a value many objects repeat whole (a Service's ports, a ReplicaSet's Pod labels): equal
-    values come back as the same object while they are among the last few thousand seen. Only for values
-    nobody changes in place (cached objects are replaced whole, never edited)."""
+    """One copy of a value many objects repeat whole (a Service's ports, a ReplicaSet's Pod labels): an equal
+    value seen lately comes back instead. Only for values nobody changes in place (cached objects are
+    replaced whole, never edited)."""
     try:
-        return _decoded(orjson.dumps(value))
-    except (orjson.JSONEncodeError, TypeError):
+        key = _key(value)
+    except TypeError:
         return value
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        found = _SHARED[key] = value
+    return found
 
 
 def _meta(obj: Mapping[str, Any], *extra: str) -> dict[str, Any]:

@@ -161,6 +161,8 @@ def test_slim_copies_share_the_values_many_objects_repeat() -> None:
     assert one["spec"]["ports"] == PORTS and one["spec"]["ports"] is two["spec"]["ports"]
 
 
-def test_values_that_are_not_json_are_kept_as_they_are() -> None:
-    odd = {"when": object()}
-    assert projections._shared(odd) is odd
+def test_only_equal_values_of_equal_types_are_shared() -> None:
+    for a, b in (({"p": 1}, {"p": True}), ({"p": 1}, {"p": 1.0}), ([], {}), ([["a", 1]], [{"a": 1}])):
+        assert projections._shared(a) is a and projections._shared(b) is b
+    odd = {"when": {1, 2}}  # not JSON: kept as it is
+    assert projections._shared(odd) is odd and projections._shared({"when": {1, 2}}) is not odd
