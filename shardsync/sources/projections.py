@@ -15,7 +15,9 @@ them). What each keeps is what the translators in this package read, and nothing
   kind may keep less (`SourceKind.untemplated`): a Service its metadata so slimmed, the `spec` fields the
   service kind reads and `status.loadBalancer` (not `clusterIPs`, `ipFamilies`, `sessionAffinity`...).
 
-A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes.
+A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes. What many
+objects repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small
+values (a Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
 """
 
 from __future__ import annotations
@@ -176,8 +178,13 @@ def without_bookkeeping(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return obj
-    if "namespace" in meta:
-        meta["namespace"] = _interned(meta["namespace"])
+    # Strings most objects repeat: a namespace, a creation second (objects are made in bursts), the type.
+    for key in ("namespace", "creationTimestamp"):
+        if key in meta:
+            meta[key] = _interned(meta[key])
+    for key in ("apiVersion", "kind"):
+        if key in obj:
+            obj[key] = _interned(obj[key])
     annotations = meta.get("annotations")
     if "managedFields" not in meta and not (isinstance(annotations, dict) and LAST_APPLIED in annotations):
         return obj

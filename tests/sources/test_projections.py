@@ -159,6 +159,12 @@ def test_slim_copies_share_the_values_many_objects_repeat() -> None:
     assert a["metadata"]["labels"] is b["metadata"]["labels"]  # a ReplicaSet's Pods: one labels dict
     one, two = (projections.service(noisy(service(n, annotations=HOST, ports=PORTS))) for n in "ab")
     assert one["spec"]["ports"] == PORTS and one["spec"]["ports"] is two["spec"]["ports"]
+    for obj in (one, two):  # as the API server sends them: each decoded string its own copy
+        obj["metadata"]["creationTimestamp"] = "".join(["2026-01-01T00:00:00", "Z"])
+        obj["apiVersion"] = "".join(["v", "1"])
+    one, two = (projections.service(obj) for obj in (one, two))
+    assert one["apiVersion"] is two["apiVersion"]
+    assert one["metadata"]["creationTimestamp"] is two["metadata"]["creationTimestamp"]
 
 
 def test_only_equal_values_of_equal_types_are_shared() -> None:
