@@ -350,7 +350,9 @@ class ZoneIndex:
     __slots__ = ("_zones",)
 
     def __init__(self, zones: Iterable[str]) -> None:
-        self._zones = frozenset(normalize_name(z) for z in zones)
+        # Each zone maps to itself: `zone_of` hands out this one string, not a slice of the name per call
+        # (the desired index keeps a zone per object: one copy of each zone name, not one per object).
+        self._zones = {z: z for z in map(normalize_name, zones)}
 
     def __contains__(self, zone: str) -> bool:
         return zone in self._zones
@@ -364,8 +366,9 @@ class ZoneIndex:
     def zone_of(self, name: str) -> str | None:
         name = normalize_name(name)
         while True:
-            if name in self._zones:
-                return name
+            zone = self._zones.get(name)
+            if zone is not None:
+                return zone
             dot = name.find(".")
             if dot < 0:
                 return None

@@ -124,3 +124,5 @@ def test_zone_index_picks_most_specific_zone() -> None:
     assert zones.zone_of("example.com") == "example.com"
     assert zones.zone_of("notexample.com") is None
     assert zones.zone_of("other.org") == "other.org"
+    # one string per zone, whatever name it is found from (what holds a zone per object holds no copy)
+    assert zones.zone_of("a.example.com") is zones.zone_of("b.example.com") is next(iter(zones))

@@ -92,7 +92,8 @@ def _parse_one(
     except InvalidEndpoint as exc:
         return [], str(exc)
     user = {k: v for k, v in ep.labels.items() if not k.startswith(INTERNAL_LABEL_PREFIX)}
-    ep = replace(ep, labels={**user, **labels})
+    # Without labels of its own, an endpoint shares the object's labels dict (never changed in place).
+    ep = replace(ep, labels={**user, **labels} if user else labels)
     found = [ep]
     if not ep.targets and ep.record_type in _DEFAULT_TARGET_TYPES:
         found = with_default_targets(found, common)

@@ -15,7 +15,9 @@ them). What each keeps is what the translators in this package read, and nothing
   kind may keep less (`SourceKind.untemplated`): a Service its metadata so slimmed, the `spec` fields the
   service kind reads and `status.loadBalancer` (not `clusterIPs`, `ipFamilies`, `sessionAffinity`...).
 
-A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes.
+A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes. What many
+objects repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small
+values (a Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,40 @@ def _interned(value: Any) -> Any:
     """One copy of a string many objects repeat (a namespace, a node name): the JSON decoder makes one per
     object."""
     return sys.intern(value) if type(value) is str else value
+
+
+# Shared values, by a hashable key made of their own items (no new strings); emptied when full, so it
+# stays small whatever the cluster holds and loses only the sharing of values seen before.
+_SHARED: dict[Any, Any] = {}
+_SHARED_MAX = 4096
+
+
+def _key(value: Any) -> Any:
+    """A hashable key equal for equal JSON values of the shapes shared here; TypeError otherwise."""
+    if type(value) is dict:
+        if all(type(v) is str for v in value.values()):  # labels: one flat tuple, the fewest objects
+            return (dict, *(x for item in value.items() for x in item))
+        return tuple((k, _key(v)) for k, v in value.items())
+    if type(value) is list:
+        return (list, *map(_key, value))
+    hash(value)
+    return (type(value), value)
+
+
+def _shared(value: Any) -> Any:
+    """One copy of a value many objects repeat whole (a Service's ports, a ReplicaSet's Pod labels): an equal
+    value seen lately comes back instead. Only for values nobody changes in place (cached objects are
+    replaced whole, never edited)."""
+    try:
+        key = _key(value)
+    except TypeError:
+        return value
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= _SHARED_MAX:
+            _SHARED.clear()
+        found = _SHARED[key] = value
+    return found
 
 
 def _meta(obj: Mapping[str, Any], *extra: str) -> dict[str, Any]:
@@ -73,6 +109,8 @@ def _ours(annotations: Any) -> dict[str, Any]:
 
 def pod(obj: Obj) -> Obj:
     meta = _meta(obj, "labels", "deletionTimestamp")
+    if "labels" in meta:
+        meta["labels"] = _shared(meta["labels"])  # a ReplicaSet's Pods carry the same labels
     annotations = _ours((obj.get("metadata") or {}).get("annotations"))
     if annotations:
         meta["annotations"] = annotations
@@ -142,8 +180,13 @@ def without_bookkeeping(obj: Obj) -> Obj:
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         return obj
-    if "namespace" in meta:
-        meta["namespace"] = _interned(meta["namespace"])
+    # Strings most objects repeat: a namespace, a creation second (objects are made in bursts), the type.
+    for key in ("namespace", "creationTimestamp"):
+        if key in meta:
+            meta[key] = _interned(meta[key])
+    for key in ("apiVersion", "kind"):
+        if key in obj:
+            obj[key] = _interned(obj[key])
     annotations = meta.get("annotations")
     if "managedFields" not in meta and not (isinstance(annotations, dict) and LAST_APPLIED in annotations):
         return obj
@@ -171,6 +214,8 @@ def service(obj: Obj) -> Obj:
     slim = without_bookkeeping(obj)
     out: Obj = {k: slim[k] for k in ("apiVersion", "metadata") if k in slim}
     spec = _pick(obj.get("spec"), *_SERVICE_SPEC)
+    if "ports" in spec:
+        spec["ports"] = _shared(spec["ports"])  # most Services expose the same few ports
     if spec:
         out["spec"] = spec
     status = _pick(obj.get("status"), "loadBalancer")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shardsync.endpoint import (
     CREATED_LABEL,
@@ -111,6 +111,7 @@ class EndpointSet:
 
     def result(self, extra_problems: Iterable[Problem] = ()) -> SourceResult:
         out = SourceResult(problems=[*extra_problems, *self.problems])
+        labels = dict(self.labels)  # one dict for all the object's endpoints (never changed in place)
         for (name, record_type), targets in sorted(self._targets.items()):
             ep = Endpoint.new(
                 dns_name=name,
@@ -118,9 +119,9 @@ class EndpointSet:
                 targets=targets,
                 ttl=self.ttl,
                 set_identifier=self.set_identifier,
-                labels=self.labels,
                 provider_specific=self.provider_specific,
             )
+            ep = replace(ep, labels=labels)
             try:
                 ep.validate()
             except InvalidEndpoint as exc:

@@ -11,13 +11,13 @@ Keys are the informer cache keys: `namespace/name` for Services, EndpointSlices 
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from shardsync.objects import get, get_list, get_str, get_str_map
-from shardsync.selectors import Selector, selector_from_labels
 
 Obj = Mapping[str, Any]
 # (namespace, label key, label value); ("ns", "", "") stands for "every pod of the namespace".
@@ -51,7 +51,10 @@ class _Registration:
     name: str
     deps: ServiceDependencies
     selector: tuple[tuple[str, str], ...]  # spec.selector, sorted
-    matcher: Selector
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """What spec.selector's equality selector says of `labels` (no Selector kept per Service)."""
+        return all(labels.get(k) == v for k, v in self.selector)
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -87,7 +90,7 @@ class ServiceInputs:
         namespace, name = _split(key)
         labels = get_str_map(svc, "spec", "selector")
         selector = tuple(sorted(labels.items()))
-        reg = _Registration(namespace, name, deps, selector, selector_from_labels(labels))
+        reg = _Registration(sys.intern(namespace), name, deps, selector)
         self._services[key] = reg
         if deps.nodes:
             self._node_dependents.add(key)
@@ -201,6 +204,6 @@ class ServiceInputs:
         slots = [(namespace, "", ""), *((namespace, k, v) for k, v in labels.items())]
         for slot in slots:
             for svc_key in self._pod_dependents.get(slot, ()):
-                if self._services[svc_key].matcher.matches(labels):
+                if self._services[svc_key].matches(labels):
                     found.add(svc_key)
         return found

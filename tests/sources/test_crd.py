@@ -41,6 +41,17 @@ def test_valid_endpoints_with_labels_ttl_and_provider_specific() -> None:
     assert (txt.set_identifier, txt.provider_specific) == ("eu", (("webhook/x", "y"),))
 
 
+def test_endpoints_without_labels_of_their_own_share_the_objects_labels() -> None:
+    obj = dnsendpoint(
+        [{"dnsName": f"{n}.example.com", "recordType": "A", "targets": ["192.0.2.1"]} for n in ("a", "b")]
+        + [{"dnsName": "c.example.com", "recordType": "A", "targets": ["192.0.2.1"], "labels": {"t": "x"}}]
+    )
+    a, b, c = dnsendpoint_endpoints(obj).endpoints
+    assert a.labels == {RESOURCE_LABEL: "crd/default/records", CREATED_LABEL: CREATED}
+    assert a.labels is b.labels  # one dict per object, not per endpoint
+    assert c.labels == {"t": "x", **a.labels}
+
+
 @pytest.mark.parametrize(
     ("endpoint", "reason"),
     [

@@ -155,3 +155,22 @@ def test_slim_copies_share_the_values_many_objects_repeat() -> None:
     assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
     eps = projections.endpoint_slice(noisy(SLICES[0]))["endpoints"]
     assert eps[0]["conditions"] == {"ready": True} and "conditions" not in eps[2]
+    assert a["metadata"]["labels"] == {"app": "web"}
+    assert a["metadata"]["labels"] is b["metadata"]["labels"]  # a ReplicaSet's Pods: one labels dict
+    one, two = (projections.service(noisy(service(n, annotations=HOST, ports=PORTS))) for n in "ab")
+    assert one["spec"]["ports"] == PORTS and one["spec"]["ports"] is two["spec"]["ports"]
+    for obj in (one, two):  # as the API server sends them: each decoded string its own copy
+        obj["metadata"]["creationTimestamp"] = "".join(["2026-01-01T00:00:00", "Z"])
+        obj["apiVersion"] = "".join(["v", "1"])
+    one, two = (projections.service(obj) for obj in (one, two))
+    assert one["apiVersion"] is two["apiVersion"]
+    assert one["metadata"]["creationTimestamp"] is two["metadata"]["creationTimestamp"]
+
+
+def test_only_equal_values_of_equal_types_are_shared() -> None:
+    one = projections._shared({"p": 1})
+    for other in ({"p": True}, {"p": 1.0}, {"p": [1]}, [{"p": 1}], [["p", 1]]):
+        assert projections._shared(other) is other  # equal in Python, or alike, but not the same JSON
+    assert projections._shared({"p": 1}) is one
+    odd = {"when": {1, 2}}  # not JSON: kept as it is
+    assert projections._shared(odd) is odd and projections._shared({"when": {1, 2}}) is not odd

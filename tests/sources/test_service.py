@@ -16,6 +16,7 @@ from shardsync.sources.service_inputs import ServiceDependencies, slice_service
 
 from .objects import ALPHA, CREATED, GA, endpoint_slice, node, pod, records, service
 
+HOST2 = {GA + "hostname": "web.example.com,www.example.com"}
 HOST = {GA + "hostname": "web.example.com"}
 NODES = {
     "n1": node("n1", ("InternalIP", "10.0.0.1"), ("ExternalIP", "203.0.113.1"), ("InternalIP", "fd00::1")),
@@ -72,6 +73,8 @@ def test_labels_on_every_endpoint() -> None:
     svc = service(annotations=HOST, lb=[{"ip": "1.2.3.4"}], namespace="prod")
     [ep] = service_endpoints(svc).endpoints
     assert ep.labels == {RESOURCE_LABEL: "service/prod/web", CREATED_LABEL: CREATED}
+    a, b = service_endpoints(svc | {"metadata": svc["metadata"] | {"annotations": HOST2}}).endpoints
+    assert a.labels == ep.labels and a.labels is b.labels  # one dict per object, not per endpoint
 
 
 def test_no_created_label_without_creation_timestamp() -> None:
