@@ -3,8 +3,8 @@
 
 Per run: the replicas start and settle with no zone in the provider; then every zone appears at once and
 the run is timed until each zone's first write (audit) — `zones_per_second` = Z / that time. Then the
-steady state, measured after a warm-up of `WARMUP_SECONDS` (the pass that reads every zone once more after
-its first write): every zone is due every 100 ms (`--interval=100ms`, also what keeps zone discovery in
+steady state, measured after a warm-up (the pass that reads every zone once more after its first write: at
+least `WARMUP_SECONDS`, then until the record reads go quiet, at most `WARMUP_MAX_SECONDS`): every zone is due every 100 ms (`--interval=100ms`, also what keeps zone discovery in
 step across replicas), so each replica is saturated and `steady_reconciles_per_second` is the cluster's
 capacity to verify unchanged zones (a read each, or none where the provider's zone listing names versions).
 `speedup` = rate(N) / rate(sharded, 1), `efficiency` = speedup / N, `vs_active_passive` =
@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from bench import observe
+from bench.cluster import Cluster, Replica
 from bench.procstat import CpuMeter, CpuUse, cores, peak_rss_mib
 from bench.scenarios.common import (
     Context,
@@ -34,9 +35,12 @@ from shardsync.local import seed
 from shardsync.providers.fake.audit import AuditEntry
 
 INTERVAL = 0.1
-WARMUP_SECONDS = 3.0  # after converging, before the steady window
+WARMUP_SECONDS = 3.0  # after converging, before the steady window: at least this long
+WARMUP_MAX_SECONDS = 30.0  # ... and at most this long, waiting for the read pass below to end
+QUIET_READS_PER_SECOND = 5.0  # record reads/s (all replicas) under which that pass counts as ended
 MODES = ("sharded", "active_passive")
 CALLS_PER_ZONE = 3  # fence, read, write
+READS = "shardsync_provider_calls_total"
 
 
 def _steady(ctx: Context, synced: Synced) -> tuple[float, dict[str, float], CpuUse]:
@@ -44,7 +48,9 @@ def _steady(ctx: Context, synced: Synced) -> tuple[float, dict[str, float], CpuU
     live = cluster.live()
     # Right after converging, every zone is read once more in full and planned with nothing to do: that
     # pass sets up the steady state (what later reconciles are verified against) and is not part of it.
-    time.sleep(WARMUP_SECONDS)
+    # It takes zones/replica reads at the provider's pace (~12 s for 1,000 zones on one replica), so the
+    # window waits for the reads to go quiet, not a fixed time.
+    _warm_up(cluster, live)
     meter = CpuMeter({**cluster.pids(), **cluster.infra_pids(), "bench": os.getpid()})
     before = {r.identity: cluster.reconciles_ok(r) for r in live}
     meter.start()
@@ -53,6 +59,24 @@ def _steady(ctx: Context, synced: Synced) -> tuple[float, dict[str, float], CpuU
     after = {r.identity: cluster.reconciles_ok(r) for r in live}
     per_replica = {i: (after[i] - before[i]) / cpu.seconds for i in before}
     return sum(per_replica.values()), per_replica, cpu
+
+
+def _warm_up(cluster: Cluster, live: list[Replica]) -> None:
+    """Wait WARMUP_SECONDS, then until the replicas' record reads fall under QUIET_READS_PER_SECOND (a
+    provider whose zone listing names no versions never goes quiet: WARMUP_MAX_SECONDS bounds it)."""
+
+    def reads() -> float:
+        return sum(cluster.metric(r, READS, {"kind": "records"}) or 0.0 for r in live)
+
+    started = time.monotonic()
+    time.sleep(WARMUP_SECONDS)
+    before = reads()
+    while time.monotonic() - started < WARMUP_MAX_SECONDS:
+        time.sleep(1.0)
+        now = reads()
+        if now - before < QUIET_READS_PER_SECOND:
+            return
+        before = now
 
 
 def per_writer_rates(first: dict[str, AuditEntry], opened_at: float) -> dict[str, float]:

@@ -39,6 +39,39 @@ def test_gate_yields_the_start_before_the_latency() -> None:
     assert clock.slept == [0.25]
 
 
+@pytest.mark.anyio
+async def test_gate_latency_runs_on_the_slot_schedule_not_on_the_servers_lateness() -> None:
+    clock = FakeClock()
+
+    async def sleep_async(seconds: float) -> None:
+        clock.sleep(seconds)
+        await asyncio.sleep(0)
+
+    gate = Gate(Limits(latency=0.25, concurrency=1), clock=clock, sleep_async=sleep_async)
+
+    async def first() -> None:
+        async with gate.call_async("a"):
+            clock.now += 0.1  # the server was busy after the latency: the slot is freed 0.1 s late
+
+    # Both arrive at 100.0; the second waits for the slot, which was due free at 100.25 but freed at 100.35:
+    # its latency began at 100.25, so it sleeps only what is left of it (the lateness is not added).
+    await asyncio.gather(first(), enter_async(gate, "a"))
+    assert clock.slept == [0.25, pytest.approx(0.15)]
+    assert clock.now == pytest.approx(100.5)
+    clock.now += 5.0  # idle: a call arriving later begins its latency on arrival
+    await enter_async(gate, "a")
+    assert clock.slept[-1] == 0.25
+
+
+def test_gate_without_a_concurrency_limit_sleeps_the_whole_latency_each_time() -> None:
+    clock = FakeClock()
+    gate = Gate(Limits(latency=0.25), clock=clock, sleep=clock.sleep)
+    for _ in range(3):
+        with gate.call("a"):
+            clock.now += 0.1
+    assert clock.slept == [0.25, 0.25, 0.25]
+
+
 def test_gate_asks_the_injected_faults_first_and_spends_no_token_on_them() -> None:
     reasons = ["throttled (injected)"]
     clock = FakeClock()

@@ -10,6 +10,13 @@ cloud DNS API does:
 4. the call sleeps `Limits.latency`, then runs (the store: atomically under its lock).
 Clients are told apart by an identity string (the replica's identity).
 
+A slot's latency runs on the slot's own schedule, not on when this process got round to freeing it: a call
+that waited for a slot starts its latency when that slot's previous call was due to end (or when it arrived,
+if later), so the time this single process spends serving the other clients' calls, and the event loop's
+lateness under load, is not added to every call. A remote API's latency does not grow because other clients
+call it; without this, each of 4 replicas sharing one fake held every slot ~5 % longer than a lone replica
+did, and the scaling bench measured the fake's event loop rather than the replicas.
+
 `Gate.call` admits a call of a thread (it blocks: the in-process FakeProvider's worker threads);
 `Gate.call_async` admits one on an event loop (the HTTP server: no thread per call). Both share one state, so
 a slot freed by either kind of call wakes a waiter of either kind.
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import math
 import threading
 import time
@@ -115,6 +123,9 @@ class _Client:
     # The client's calls on an event loop waiting for a slot, oldest first.
     waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
     in_flight: int = 0
+    # When each free slot's last call was due to end (the clock's time; a heap): a call taking a slot
+    # starts its latency there, or when it arrived if later (the module docstring).
+    free_at: list[float] = field(default_factory=list)
     tokens: float = 0.0
     refilled: float = 0.0
     primed: bool = False
@@ -163,6 +174,7 @@ class Gate:
         """Admit one call of `client` (FakeThrottledError when refused); yields its start (monotonic, wall),
         taken when it got its slot, before the latency."""
         limits = self._limits
+        arrived = self._clock()
         with self._lock:
             self._admit(client, limits)
             state = self._client(client)
@@ -171,36 +183,40 @@ class Gate:
             ):
                 raise self._queue_full(client, state, limits)
             state.in_flight += 1
+            begin = self._begin(state, arrived, limits)
         try:
             started = (self._clock(), self._wall_clock())
             if limits.latency > 0:
-                self._sleep(limits.latency)
+                self._sleep(max(0.0, limits.latency - (started[0] - begin)))
             yield started
         finally:
-            self._release(state)
+            self._release(state, begin + limits.latency)
 
     @asynccontextmanager
     async def call_async(self, client: str) -> AsyncIterator[tuple[float, float]]:
         """`call` for a caller on an event loop: waits for a slot and sleeps the latency without a thread."""
         limits = self._limits
+        arrived = self._clock()
         with self._lock:
             self._admit(client, limits)
             state = self._client(client)
             admitted = self._has_slot(state)
             if admitted:
                 state.in_flight += 1
+                begin = self._begin(state, arrived, limits)
         if not admitted:
-            await self._wait_async(client, state, limits)
+            begin = await self._wait_async(client, state, limits, arrived)
         try:
             started = (self._clock(), self._wall_clock())
             if limits.latency > 0:
-                await self._sleep_async(limits.latency)
+                await self._sleep_async(max(0.0, limits.latency - (started[0] - begin)))
             yield started
         finally:
-            self._release(state)
+            self._release(state, begin + limits.latency)
 
-    async def _wait_async(self, client: str, state: _Client, limits: Limits) -> None:
-        """Wait (up to the queue timeout) for a slot of `client` and take it; FakeThrottledError if none."""
+    async def _wait_async(self, client: str, state: _Client, limits: Limits, arrived: float) -> float:
+        """Wait (up to the queue timeout) for a slot of `client` and take it, returning when its latency
+        begins (`_begin`); FakeThrottledError if none."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + limits.queue_timeout
         while True:
@@ -208,7 +224,7 @@ class Gate:
             with self._lock:
                 if self._has_slot(state):
                     state.in_flight += 1
-                    return
+                    return self._begin(state, arrived, limits)
                 state.waiters.append(waiter)
             try:
                 await asyncio.wait_for(waiter, max(0.0, deadline - loop.time()))
@@ -232,9 +248,18 @@ class Gate:
             retry_after=max(limits.latency, 0.1),
         )
 
-    def _release(self, state: _Client) -> None:
+    def _begin(self, state: _Client, arrived: float, limits: Limits) -> float:
+        """When the latency of a call that arrived at `arrived` and just took a slot begins: when the slot's
+        previous call was due to end, or at its arrival if later. With the gate lock held."""
+        free = heapq.heappop(state.free_at) if state.free_at and limits.concurrency is not None else arrived
+        return max(arrived, free)
+
+    def _release(self, state: _Client, due: float) -> None:
         with self._lock:
             state.in_flight -= 1
+            if self._limits.concurrency is not None:
+                heapq.heappush(state.free_at, due)
+                del state.free_at[self._limits.concurrency :]  # concurrency lowered meanwhile
             self._wake_one(state)
 
     def _wake_one(self, state: _Client) -> None:
