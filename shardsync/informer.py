@@ -11,7 +11,7 @@ informers share one warning rhythm (shardsync.kube_health) instead of each warni
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from shardsync.backoff import Backoff
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.objects import Resource, object_key, resource_version
+from shardsync.packed import PackedCache
 
 log = get_logger(__name__)
 
@@ -54,13 +55,22 @@ class Informer:
     page_size: int = 250
     # Awaited after each page of a list has been put in the cache and reported (see relist).
     on_page: Callable[[], Awaitable[None]] | None = None
-    cache: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
+    # Keep each cached object as compact JSON, decoded when read (shardsync.packed): for caches read by key.
+    packed: bool = False
+    cache: MutableMapping[str, dict[str, Any]] = field(init=False, repr=False)
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
     synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.name = self.name or self.resource.plural
+        self.cache = PackedCache() if self.packed else {}
+
+    def unpack(self) -> None:
+        """Keep objects parsed from now on (before the first list: a cache read whole wants them so)."""
+        if self.packed:
+            self.packed = False
+            self.cache = dict(self.cache.items())
 
     def _emit(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         if self.on_change is not None:
@@ -120,7 +130,8 @@ class Informer:
     def forget(self, key: str) -> None:
         """Drop `key`'s object from the cache while keeping track of it: its next change or deletion is
         still reported (a deletion as `on_change(key, None, None)`), and `restore` puts it back."""
-        if self.cache.pop(key, None) is not None:
+        if key in self.cache:
+            del self.cache[key]
             self.forgotten.add(key)
 
     def restore(self, key: str, obj: dict[str, Any] | None) -> bool:
@@ -140,12 +151,13 @@ class Informer:
         if etype == "BOOKMARK":
             return
         key = object_key(obj)
-        before = self.cache.get(key)
         if etype == "DELETED":
-            if self.cache.pop(key, None) is not None or key in self.forgotten:
+            before = self.cache.pop(key, None)
+            if before is not None or key in self.forgotten:
                 self.forgotten.discard(key)
                 self._emit(key, before, None)
         else:
+            before = self.cache.get(key)
             self.forgotten.discard(key)
             if self.project is not None:
                 obj = self.project(obj)

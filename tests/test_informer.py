@@ -12,6 +12,7 @@ from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError, load_api_client
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import CONFIGMAPS, LEASES, resource_version
+from shardsync.packed import PackedCache
 from shardsync.sources.service import SERVICES
 from tests.waits import eventually
 
@@ -22,7 +23,8 @@ def lease(name: str, holder: str) -> dict[str, Any]:
     return {"metadata": {"name": name, "labels": {"app": "x"}}, "spec": {"holderIdentity": holder}}
 
 
-async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> None:
+@pytest.mark.parametrize("packed", [False, True])
+async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer, packed: bool) -> None:
     kube = Kube(load_api_client(str(apiserver.kubeconfig)))
     await kube.create(LEASES, lease("before", "a"), namespace="default")
     changes: list[tuple[str, str | None, str | None]] = []
@@ -33,7 +35,10 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> No
 
         changes.append((key, holder(old), holder(new)))
 
-    informer = Informer(kube, LEASES, namespace="default", on_change=on_change, label_selector="app=x")
+    informer = Informer(
+        kube, LEASES, namespace="default", on_change=on_change, label_selector="app=x", packed=packed
+    )
+    assert isinstance(informer.cache, PackedCache) == packed
     async with anyio.create_task_group() as tg:
         tg.start_soon(informer.run)
         with anyio.fail_after(5):
@@ -50,6 +55,9 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer) -> No
             ("default/before", "a", None),
         ]
         assert set(informer.cache) == {"default/after"}
+        assert informer.cache["default/after"]["spec"]["holderIdentity"] == "c"
+        informer.forget("default/after")
+        assert "default/after" not in informer.cache and informer.forgotten == {"default/after"}
         started = time.monotonic()
         tg.cancel_scope.cancel()
     # cancelling a quiet watch must not wait for the server's next byte

@@ -119,6 +119,13 @@ class SourceKind(Generic[OptionsT]):
     # Related resources read in every namespace whatever --namespace says (a route's Gateway lives in
     # another namespace).
     all_namespaces: tuple[Resource, ...] = ()
+    # Related resources the translator reads only by key, never whole (a Service's Pods and EndpointSlices):
+    # their caches keep compact JSON (shardsync.packed), as the kind's own objects' do.
+    read_by_key: tuple[Resource, ...] = ()
+
+    def packs(self, resource: Resource) -> bool:
+        """Whether the kind reads `resource`'s cache only by key (so it may be packed)."""
+        return resource == self.resource or resource in self.read_by_key
 
     @property
     def watches(self) -> tuple[Resource, ...]:

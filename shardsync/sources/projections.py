@@ -15,9 +15,10 @@ them). What each keeps is what the translators in this package read, and nothing
   kind may keep less (`SourceKind.untemplated`): a Service its metadata so slimmed, the `spec` fields the
   service kind reads and `status.loadBalancer` (not `clusterIPs`, `ipFamilies`, `sessionAffinity`...).
 
-A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to a few hundred bytes. What many
-objects repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small
-values (a Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
+A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to ~1.4 KiB parsed, and to ~340 bytes
+where the informer keeps them as JSON (shardsync.packed). In the caches kept parsed, what many objects
+repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small values (a
+Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
 """
 
 from __future__ import annotations

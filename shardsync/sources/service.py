@@ -370,7 +370,10 @@ class ServiceTranslator(Translator):
         self.options = context.options
         self.common = context.common
         self.cache = context.cache
-        self.inputs = ServiceInputs()
+        # The Pods and EndpointSlices are read from the watcher's caches, not kept a second time.
+        self.inputs = ServiceInputs(
+            pods=lambda: context.cache(PODS), slices=lambda: context.cache(ENDPOINT_SLICES)
+        )
         self._related = {
             ENDPOINT_SLICES: self.inputs.set_slice,
             PODS: self.inputs.set_pod,
@@ -407,6 +410,7 @@ KIND = SourceKind(
     related=(ENDPOINT_SLICES, PODS, NODES),
     flags=FLAGS,
     evictable=True,
+    read_by_key=(ENDPOINT_SLICES, PODS),
     projections={
         SERVICES: projections.without_bookkeeping,
         ENDPOINT_SLICES: projections.endpoint_slice,

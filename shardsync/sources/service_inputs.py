@@ -7,13 +7,16 @@ re-translate without scanning every Service, and a translation gets only its own
 without scanning every Pod. A full (re)list therefore costs O(objects), never O(services * pods).
 
 Keys are the informer cache keys: `namespace/name` for Services, EndpointSlices and Pods, `name` for Nodes.
+The index keeps keys only and reads the objects from the watcher's caches (`pods`, `slices`: functions
+giving them), so a Pod is held once, in its informer's packed cache; without them (standalone, in tests)
+it keeps the objects it was given in a store of its own.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,15 +75,26 @@ def _node_inputs(node: Obj | None) -> tuple[list[Any], Any] | None:
 class ServiceInputs:
     """Services' registered dependencies plus the Pods and EndpointSlices they may read, by index."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        pods: Callable[[], Mapping[str, Obj]] | None = None,
+        slices: Callable[[], Mapping[str, Obj]] | None = None,
+    ) -> None:
         self._services: dict[str, _Registration] = {}
         self._node_dependents: set[str] = set()
         # A Service that reads pods is filed under one (namespace, key, value) pair of its selector: any pod
         # it selects carries that pair, so a pod event only looks at the Services filed under its labels.
         self._pod_dependents: defaultdict[LabelSlot, set[str]] = defaultdict(set)
-        self._slices: defaultdict[tuple[str, str], dict[str, Obj]] = defaultdict(dict)
-        self._pods: defaultdict[str, dict[str, Obj]] = defaultdict(dict)
+        self._slices: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        self._pods: defaultdict[str, set[str]] = defaultdict(set)
         self._pods_by_label: defaultdict[LabelSlot, set[str]] = defaultdict(set)
+        # Where the objects are read: the watcher's caches, or a store of our own (standalone).
+        self._own_pods: dict[str, Obj] = {}
+        self._own_slices: dict[str, Obj] = {}
+        self._pod_cache = pods or (lambda: self._own_pods)
+        self._slice_cache = slices or (lambda: self._own_slices)
+        self._own = pods is None, slices is None
 
     # -- Services ---------------------------------------------------------------------------------------
 
@@ -126,20 +140,26 @@ class ServiceInputs:
 
     def slices_for(self, key: str) -> list[Obj]:
         """The EndpointSlices labelled as belonging to Service `key`."""
-        return list(self._slices.get(_split(key), _EMPTY).values())
+        keys = self._slices.get(_split(key))
+        if not keys:
+            return []
+        cache = self._slice_cache()
+        return [obj for k in sorted(keys) if (obj := cache.get(k)) is not None]
 
     def pods_for(self, key: str) -> Mapping[str, Obj]:
         """The pods of the Service's namespace carrying every label of its selector (all of them when the
-        selector is empty), as `service_endpoints` wants them: pod key → Pod. Unregistered: none."""
+        selector is empty), as `service_endpoints` wants them: pod key → Pod. Unregistered, or reading no
+        pods (its dependencies say so): none, and nothing is read from the cache."""
         reg = self._services.get(key)
-        if reg is None:
+        if reg is None or not reg.deps.pods:
             return _EMPTY
-        pods = self._pods.get(reg.namespace, _EMPTY)
-        if not reg.selector:
-            return pods
-        sets = [self._pods_by_label.get((reg.namespace, k, v), set()) for k, v in reg.selector]
-        smallest = min(sets, key=len)
-        return {pod: pods[pod] for pod in smallest if all(pod in s for s in sets)}
+        keys = self._pods.get(reg.namespace, set())
+        if reg.selector:
+            sets = [self._pods_by_label.get((reg.namespace, k, v), set()) for k, v in reg.selector]
+            smallest = min(sets, key=len)
+            keys = {pod for pod in smallest if all(pod in s for s in sets)}
+        cache = self._pod_cache()
+        return {pod: obj for pod in sorted(keys) if (obj := cache.get(pod)) is not None}
 
     # -- events on the inputs; each returns the Services to re-translate -------------------------------------
 
@@ -152,6 +172,8 @@ class ServiceInputs:
 
     def set_slice(self, key: str, old: Obj | None, new: Obj | None) -> set[str]:
         """An EndpointSlice changed; the Services it belonged to before and after are affected."""
+        if self._own[1]:
+            _keep(self._own_slices, key, new)
         affected: set[str] = set()
         for obj, present in ((old, False), (new, True)):
             if obj is None:
@@ -161,9 +183,9 @@ class ServiceInputs:
                 continue
             slices = self._slices[owner]
             if present:
-                slices[key] = obj
+                slices.add(key)
             else:
-                slices.pop(key, None)
+                slices.discard(key)
                 if not slices:
                     del self._slices[owner]
             svc_key = f"{owner[0]}/{owner[1]}"
@@ -175,6 +197,8 @@ class ServiceInputs:
     def set_pod(self, key: str, old: Obj | None, new: Obj | None) -> set[str]:
         """A Pod changed; the Services whose selector matched it before or matches it now are affected."""
         namespace, _ = _split(key)
+        if self._own[0]:
+            _keep(self._own_pods, key, new)
         affected: set[str] = set()
         if old is not None:
             labels = get_str_map(old, "metadata", "labels")
@@ -187,7 +211,7 @@ class ServiceInputs:
                         del self._pods_by_label[slot]
             pods = self._pods.get(namespace)
             if pods is not None:
-                pods.pop(key, None)
+                pods.discard(key)
                 if not pods:
                     del self._pods[namespace]
             affected |= self._selecting(namespace, labels)
@@ -195,7 +219,7 @@ class ServiceInputs:
             labels = get_str_map(new, "metadata", "labels")
             for label, value in labels.items():
                 self._pods_by_label[(namespace, label, value)].add(key)
-            self._pods[namespace][key] = new
+            self._pods[namespace].add(key)
             affected |= self._selecting(namespace, labels)
         return affected
 
@@ -207,3 +231,10 @@ class ServiceInputs:
                 if self._services[svc_key].matches(labels):
                     found.add(svc_key)
         return found
+
+
+def _keep(store: dict[str, Obj], key: str, obj: Obj | None) -> None:
+    if obj is None:
+        store.pop(key, None)
+    else:
+        store[key] = obj

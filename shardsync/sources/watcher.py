@@ -195,10 +195,16 @@ class SourceWatcher:
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
                     project=self._projection(kind, resource),
+                    packed=kind.packs(resource),
                 )
-            elif self._informers[resource].project is not self._projection(kind, resource):
-                # Kinds that keep different parts of one resource: keep it whole (each finds what it reads).
-                self._informers[resource].project = None
+            else:
+                informer = self._informers[resource]
+                if informer.project is not self._projection(kind, resource):
+                    # Kinds that keep different parts of one resource: keep it whole (each finds what it
+                    # reads).
+                    informer.project = None
+                if not kind.packs(resource):
+                    informer.unpack()  # this kind reads it whole
 
     def _projection(self, kind: SourceKind[Any], resource: Resource) -> Projection | None:
         if self.options.common.template is None and resource in kind.untemplated:

@@ -139,6 +139,9 @@ async def test_gateway_outside_namespace_and_older_versions(apiserver: ApiServer
         assert informers["tcproutes"].resource.version == "v1alpha2"
         assert informers["tlsroutes"].resource.version == "v1alpha3"
         assert informers["gateways"].namespace == "" and informers["tcproutes"].namespace == "apps"
+        # Routes are read by key (packed JSON), not the Gateways and Namespaces a translation reads whole.
+        assert informers["tcproutes"].packed and informers["tlsroutes"].packed
+        assert not informers["gateways"].packed and not informers["namespaces"].packed
 
         # The namespace no longer carries the label the listeners select: the routes lose their names.
         await blocking(h.core.patch_namespace, "apps", {"metadata": {"labels": {"team": "other"}}})

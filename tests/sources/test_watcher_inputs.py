@@ -148,3 +148,28 @@ def test_index_agrees_with_a_scan_of_every_pod(
         k for k, o in live.items() if k.startswith("default/") and matcher.matches(o["metadata"]["labels"])
     }
     assert set(idx.pods_for("default/s")) == expected
+
+
+def test_objects_are_read_from_the_watchers_caches_and_only_for_services_that_read_them() -> None:
+    """Given the caches, the index keeps keys only and reads the objects there; a Service that reads no
+    pods (a LoadBalancer) reads nothing, whatever its selector (a packed cache decodes what is read)."""
+    pods = {"default/a": pod("a", app="db"), "default/b": pod("b", app="web")}
+    slices = {"default/s": slice_of("db")}
+    reads: list[str] = []
+
+    def pod_cache() -> dict[str, dict[str, Any]]:
+        reads.append("pods")
+        return pods
+
+    idx = ServiceInputs(pods=pod_cache, slices=lambda: slices)
+    idx.register("default/db", svc("db", app="db"), HEADLESS)
+    idx.register("default/lb", svc("lb"), ServiceDependencies())
+    for key, obj in pods.items():
+        idx.set_pod(key, None, obj)
+    idx.set_slice("default/s", None, slices["default/s"])
+    assert idx.pods_for("default/lb") == {} and reads == []
+    assert idx.pods_for("default/db") == {"default/a": pods["default/a"]} and reads == ["pods"]
+    assert idx.slices_for("default/db") == [slices["default/s"]]
+    pods["default/a"] = pod("a", app="db", changed="yes")  # the cache holds the newest object
+    assert idx.pods_for("default/db") == {"default/a": pods["default/a"]}
+    assert idx._own_pods == {} and idx._own_slices == {}  # nothing kept a second time
