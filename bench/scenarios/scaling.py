@@ -4,9 +4,10 @@
 Per run: the replicas start and settle with no zone in the provider; then every zone appears at once and
 the run is timed until each zone's first write (audit) — `zones_per_second` = Z / that time. Then the
 steady state, measured after a warm-up (the pass that reads every zone once more after its first write: at
-least `WARMUP_SECONDS`, then until the record reads go quiet, at most `WARMUP_MAX_SECONDS`): every zone is due every 100 ms (`--interval=100ms`, also what keeps zone discovery in
-step across replicas), so each replica is saturated and `steady_reconciles_per_second` is the cluster's
-capacity to verify unchanged zones (a read each, or none where the provider's zone listing names versions).
+least `WARMUP_SECONDS`, then until the record reads go quiet, at most `WARMUP_MAX_SECONDS`): every zone is
+due every 100 ms (`--interval=100ms`, also what keeps zone discovery in step across replicas), so each
+replica is saturated and `steady_reconciles_per_second` is the cluster's capacity to verify unchanged zones
+(a read each, or none where the provider's zone listing names versions).
 `speedup` = rate(N) / rate(sharded, 1), `efficiency` = speedup / N, `vs_active_passive` =
 rate(sharded N) / rate(active/passive N). CPU use per process is measured over both windows; when our
 processes (replicas, API server, fake provider, the bench) used nearly all the cores, the run is marked
