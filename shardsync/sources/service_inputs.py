@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,12 @@ Obj = Mapping[str, Any]
 LabelSlot = tuple[str, str, str]
 
 _EMPTY: dict[str, Obj] = {}
+
+# A set of keys in an index, kept as the bare key while it has one member and as a tuple while it has a
+# few: most label slots, selector slots and Services' slices hold one or two keys, and an empty set costs
+# 216 bytes against a tuple's 56. Read through `_members`, never with `in` on the value itself.
+Keys = str | tuple[str, ...] | set[str]
+_SMALL = 4  # members kept in a tuple before a set
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"  # EndpointSlice → its Service (discovery.k8s.io/v1)
 
@@ -51,7 +57,6 @@ def slice_service(endpoint_slice: Obj) -> tuple[str, str] | None:
 @dataclass(frozen=True, slots=True)
 class _Registration:
     namespace: str
-    name: str
     deps: ServiceDependencies
     selector: tuple[tuple[str, str], ...]  # spec.selector, sorted
 
@@ -85,10 +90,10 @@ class ServiceInputs:
         self._node_dependents: set[str] = set()
         # A Service that reads pods is filed under one (namespace, key, value) pair of its selector: any pod
         # it selects carries that pair, so a pod event only looks at the Services filed under its labels.
-        self._pod_dependents: defaultdict[LabelSlot, set[str]] = defaultdict(set)
-        self._slices: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        self._pod_dependents: dict[LabelSlot, Keys] = {}
+        self._slices: dict[tuple[str, str], Keys] = {}  # (namespace, Service name) → its slices
         self._pods: defaultdict[str, set[str]] = defaultdict(set)
-        self._pods_by_label: defaultdict[LabelSlot, set[str]] = defaultdict(set)
+        self._pods_by_label: dict[LabelSlot, Keys] = {}
         # Where the objects are read: the watcher's caches, or a store of our own (standalone).
         self._own_pods: dict[str, Obj] = {}
         self._own_slices: dict[str, Obj] = {}
@@ -101,27 +106,22 @@ class ServiceInputs:
     def register(self, key: str, svc: Obj, deps: ServiceDependencies) -> None:
         """Record what Service `key` reads (replacing what it read before)."""
         self.unregister(key)
-        namespace, name = _split(key)
+        namespace, _ = _split(key)
         labels = get_str_map(svc, "spec", "selector")
         selector = tuple(sorted(labels.items()))
-        reg = _Registration(sys.intern(namespace), name, deps, selector)
+        reg = _Registration(sys.intern(namespace), deps, selector)
         self._services[key] = reg
         if deps.nodes:
             self._node_dependents.add(key)
         if deps.pods:
-            self._pod_dependents[self._slot(reg)].add(key)
+            _add(self._pod_dependents, self._slot(reg), key)
 
     def unregister(self, key: str) -> None:
         reg = self._services.pop(key, None)
         if reg is None:
             return
         self._node_dependents.discard(key)
-        slot = self._slot(reg)
-        dependents = self._pod_dependents.get(slot)
-        if dependents is not None:
-            dependents.discard(key)
-            if not dependents:
-                del self._pod_dependents[slot]
+        _discard(self._pod_dependents, self._slot(reg), key)
 
     @staticmethod
     def _slot(reg: _Registration) -> LabelSlot:
@@ -140,7 +140,7 @@ class ServiceInputs:
 
     def slices_for(self, key: str) -> list[Obj]:
         """The EndpointSlices labelled as belonging to Service `key`."""
-        keys = self._slices.get(_split(key))
+        keys = _members(self._slices.get(_split(key)))
         if not keys:
             return []
         cache = self._slice_cache()
@@ -153,9 +153,9 @@ class ServiceInputs:
         reg = self._services.get(key)
         if reg is None or not reg.deps.pods:
             return _EMPTY
-        keys = self._pods.get(reg.namespace, set())
+        keys: Collection[str] = self._pods.get(reg.namespace, ())
         if reg.selector:
-            sets = [self._pods_by_label.get((reg.namespace, k, v), set()) for k, v in reg.selector]
+            sets = [_members(self._pods_by_label.get((reg.namespace, k, v))) for k, v in reg.selector]
             smallest = min(sets, key=len)
             keys = {pod for pod in smallest if all(pod in s for s in sets)}
         cache = self._pod_cache()
@@ -181,13 +181,10 @@ class ServiceInputs:
             owner = slice_service(obj)
             if owner is None:
                 continue
-            slices = self._slices[owner]
             if present:
-                slices.add(key)
+                _add(self._slices, owner, key)
             else:
-                slices.discard(key)
-                if not slices:
-                    del self._slices[owner]
+                _discard(self._slices, owner, key)
             svc_key = f"{owner[0]}/{owner[1]}"
             reg = self._services.get(svc_key)
             if reg is not None and reg.deps.endpoint_slices:
@@ -196,19 +193,14 @@ class ServiceInputs:
 
     def set_pod(self, key: str, old: Obj | None, new: Obj | None) -> set[str]:
         """A Pod changed; the Services whose selector matched it before or matches it now are affected."""
-        namespace, _ = _split(key)
+        namespace = sys.intern(_split(key)[0])
         if self._own[0]:
             _keep(self._own_pods, key, new)
         affected: set[str] = set()
         if old is not None:
             labels = get_str_map(old, "metadata", "labels")
             for label, value in labels.items():
-                slot = (namespace, label, value)
-                members = self._pods_by_label.get(slot)
-                if members is not None:
-                    members.discard(key)
-                    if not members:
-                        del self._pods_by_label[slot]
+                _discard(self._pods_by_label, (namespace, label, value), key)
             pods = self._pods.get(namespace)
             if pods is not None:
                 pods.discard(key)
@@ -218,7 +210,7 @@ class ServiceInputs:
         if new is not None:
             labels = get_str_map(new, "metadata", "labels")
             for label, value in labels.items():
-                self._pods_by_label[(namespace, label, value)].add(key)
+                _add(self._pods_by_label, (namespace, label, value), key)
             self._pods[namespace].add(key)
             affected |= self._selecting(namespace, labels)
         return affected
@@ -227,7 +219,7 @@ class ServiceInputs:
         found: set[str] = set()
         slots = [(namespace, "", ""), *((namespace, k, v) for k, v in labels.items())]
         for slot in slots:
-            for svc_key in self._pod_dependents.get(slot, ()):
+            for svc_key in _members(self._pod_dependents.get(slot)):
                 if self._services[svc_key].matches(labels):
                     found.add(svc_key)
         return found
@@ -238,3 +230,42 @@ def _keep(store: dict[str, Obj], key: str, obj: Obj | None) -> None:
         store.pop(key, None)
     else:
         store[key] = obj
+
+
+def _members(keys: Keys | None) -> Collection[str]:
+    if keys is None:
+        return ()
+    return (keys,) if type(keys) is str else keys
+
+
+def _add(index: dict[Any, Keys], slot: Any, key: str) -> None:
+    keys = index.get(slot)
+    if keys is None:
+        index[slot] = key
+    elif type(keys) is str:
+        if keys != key:
+            index[slot] = (keys, key)
+    elif type(keys) is tuple:
+        if key not in keys:
+            index[slot] = (*keys, key) if len(keys) < _SMALL else {*keys, key}
+    else:
+        assert isinstance(keys, set)
+        keys.add(key)
+
+
+def _discard(index: dict[Any, Keys], slot: Any, key: str) -> None:
+    keys = index.get(slot)
+    rest: Collection[str]
+    if keys is None or keys == key:
+        index.pop(slot, None)
+        return
+    if type(keys) is str:
+        return
+    if isinstance(keys, set):
+        keys.discard(key)
+        if len(keys) > _SMALL:
+            return
+        rest = keys
+    else:
+        rest = tuple(k for k in keys if k != key)
+    index[slot] = next(iter(rest)) if len(rest) == 1 else tuple(rest)

@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardsync.selectors import selector_from_labels
-from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs
+from shardsync.sources.service_inputs import (
+    _SMALL,
+    Keys,
+    ServiceDependencies,
+    ServiceInputs,
+    _add,
+    _discard,
+    _members,
+)
 
 NODES = ServiceDependencies(nodes=True)
 HEADLESS = ServiceDependencies(endpoint_slices=True, pods=True)
@@ -173,3 +181,24 @@ def test_objects_are_read_from_the_watchers_caches_and_only_for_services_that_re
     pods["default/a"] = pod("a", app="db", changed="yes")  # the cache holds the newest object
     assert idx.pods_for("default/db") == {"default/a": pods["default/a"]}
     assert idx._own_pods == {} and idx._own_slices == {}  # nothing kept a second time
+
+
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from("ab"), st.sampled_from("pqrstuvw")), max_size=60))
+def test_small_key_sets_agree_with_plain_sets(ops: list[tuple[bool, str, str]]) -> None:
+    """The index's compact key sets (a bare key, a tuple of a few, a set beyond) hold exactly what plain
+    sets would, in the cheapest form for their size."""
+    index: dict[str, Keys] = {}
+    plain: dict[str, set[str]] = {}
+    for add, slot, key in ops:
+        if add:
+            _add(index, slot, key)
+            plain.setdefault(slot, set()).add(key)
+        else:
+            _discard(index, slot, key)
+            plain.get(slot, set()).discard(key)
+            if not plain.get(slot, True):
+                del plain[slot]
+        assert {s: set(_members(k)) for s, k in index.items()} == plain
+        for keys in index.values():
+            size = len(_members(keys))
+            assert type(keys) is (str if size == 1 else tuple if size <= _SMALL else set)
