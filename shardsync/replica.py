@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from shardsync import allocator, config, logs
+from shardsync import allocator, collector, config, logs
 from shardsync.backoff import Backoff
 from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
@@ -380,6 +380,7 @@ def main(args: argparse.Namespace) -> int:
         return _fail(str(exc), USAGE)
     logs.setup(settings.identity, settings.log_level, settings.log_format)
     allocator.tune()  # before any worker thread allocates
+    collector.tune()
     debug = settings.log_level == "debug"
     try:
         replica, server = _build(settings)
