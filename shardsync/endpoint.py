@@ -9,6 +9,7 @@ order and external-dns compares targets as sets.
 from __future__ import annotations
 
 import ipaddress
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -175,7 +176,7 @@ class Endpoint:
         provider_specific: Iterable[tuple[str, str]] = (),
     ) -> Endpoint:
         """Build an endpoint in canonical form (the constructor itself trusts its input)."""
-        rtype = record_type.upper()
+        rtype = sys.intern(record_type.upper())  # one "A" for all, not a new string per endpoint
         cleaned = (t.strip() for t in targets)
         if rtype in ("CNAME", "NS", "PTR"):
             cleaned = (normalize_name(t) for t in cleaned)

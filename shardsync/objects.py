@@ -9,6 +9,7 @@ what a source's result or problem is about.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,8 +89,9 @@ class ObjectRef:
 
     @property
     def resource(self) -> str:
-        """external-dns's `resource` label value: `<resource kind>/<namespace>/<name>`."""
-        return f"{self.resource_kind}/{self.namespace}/{self.name}"
+        """external-dns's `resource` label value: `<resource kind>/<namespace>/<name>`. Interned: the
+        labels of an object's endpoints and its key in the desired index (the same text) share one copy."""
+        return sys.intern(f"{self.resource_kind}/{self.namespace}/{self.name}")
 
 
 def resource_version(obj: Obj) -> str:

@@ -33,6 +33,7 @@ repeat from the new writer is preferred to an Event never posted.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -359,7 +360,7 @@ class SourceWatcher:
             ref = ObjectRef.of(obj, kind.resource, kind.resource_kind)
             obj, problems = self._gate.before(obj, ref)
         result = source.translator.translate(key, obj)
-        desired_key = f"{kind.name}/{key}"
+        desired_key = sys.intern(f"{kind.name}/{key}")  # mostly the endpoints' resource label: one copy
         found: list[Endpoint] = []
         if result is not None:
             found = with_default_targets(result.endpoints, self.options.common)
