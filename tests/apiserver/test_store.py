@@ -9,6 +9,7 @@ import pytest
 
 from shardsync.local.apiserver.errors import ApiError
 from shardsync.local.apiserver.field_selectors import parse_field_selector
+from shardsync.local.apiserver.pages import ListResult
 from shardsync.local.apiserver.resources import Resource, ResourceTable
 from shardsync.local.apiserver.store import Expired, Store
 from shardsync.local.apiserver.watch import WatchSpec, translate
@@ -226,6 +227,28 @@ def test_list_selectors_and_paging(store: Store) -> None:
     rest = store.list(CM, "default", limit=10, continue_token=first.continue_token)
     assert [o["metadata"]["name"] for o in rest.items] == ["c2", "c3", "c4"] and not rest.continue_token
     assert rest.resource_version == first.resource_version
+
+
+def test_paging_keeps_to_its_namespace_and_sees_objects_added_and_removed_between_pages(store: Store) -> None:
+    # Namespaces whose names extend one another ("team" < "team-a" < "teamb") sort next to each other.
+    for namespace in ("team", "team-a", "teamb"):
+        store.create(NS, None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        for i in range(3):
+            store.create(CM, namespace, cm(f"c{i}"))
+
+    def names(result: ListResult) -> list[str]:
+        return [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in result.items]
+
+    first = store.list(CM, "team", limit=2)
+    assert names(first) == ["team/c0", "team/c1"] and first.remaining == 1
+    store.create(CM, "team", cm("c15"))  # after the token's key: the next page shows it
+    store.delete(CM, "team", "c0")  # before it: nothing changes
+    rest = store.list(CM, "team", limit=2, continue_token=first.continue_token)
+    assert names(rest) == ["team/c15", "team/c2"] and not rest.continue_token
+    every = store.list(CM, None, limit=4)
+    assert names(every) == ["team/c1", "team/c15", "team/c2", "team-a/c0"] and every.remaining == 5
+    assert names(store.list(CM, "teamb")) == ["teamb/c0", "teamb/c1", "teamb/c2"]
+    assert names(store.list(CM, "nowhere")) == []
 
 
 def test_event_window_and_expiry() -> None:

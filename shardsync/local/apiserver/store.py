@@ -8,7 +8,6 @@ so the kept events are contiguous and "can a watch resume from N" is a compariso
 
 from __future__ import annotations
 
-import base64
 import builtins
 import threading
 from collections import deque
@@ -16,9 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
-from shardsync.local.apiserver import defaults
+from shardsync.local.apiserver import defaults, pages
 from shardsync.local.apiserver import meta as m
 from shardsync.local.apiserver.errors import (
     STALE,
@@ -60,31 +57,9 @@ class Expired(Exception):
         super().__init__(f"too old resource version: {requested} ({oldest})")
 
 
-@dataclass(frozen=True)
-class ListResult:
-    items: builtins.list[Obj]
-    resource_version: int
-    continue_token: str = ""
-    remaining: int | None = None
-
-
 def _key_of(obj: Obj) -> tuple[str, str]:
     meta = m.metadata(obj)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _encode_continue(rv: int, start: tuple[str, str]) -> str:
-    return base64.urlsafe_b64encode(
-        orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(start)})
-    ).decode()
-
-
-def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), (str(data["start"][0]), str(data["start"][1]))
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise bad_request(f"continue key is not valid: {exc}") from exc
 
 
 class Store:
@@ -94,6 +69,10 @@ class Store:
         self.changed = threading.Condition(self._lock)
         self._rv = 0
         self._objects: dict[str, dict[tuple[str, str], Obj]] = {}
+        # Per resource, its keys in list order, made when first listed and dropped when a key comes or
+        # goes: a paged list of 20,000 objects sorted them all for each of its 80 pages (and scanned them
+        # from the first), which made 4 replicas listing at once time out each other's lease renewals.
+        self._sorted: dict[str, list[tuple[str, str]]] = {}
         self._events: deque[Event] = deque(maxlen=window)
         self._allocated: tuple[set[str], set[int]] | None = None  # see _allocations
         ns = self.table.lookup("", "v1", "namespaces")
@@ -126,27 +105,21 @@ class Store:
         fields: FieldSelector | None = None,
         limit: int = 0,
         continue_token: str = "",
-    ) -> ListResult:
+    ) -> pages.ListResult:
         """Objects sorted by (namespace, name) as etcd keys sort; `limit`/`continue` page through them."""
         start: tuple[str, str] | None = None
         with self._lock:
             rv = self._rv
             if continue_token:
-                rv, start = _decode_continue(continue_token)
-            candidates = sorted(self._objects.get(res.key, {}).items())
-        matched = [
-            obj
-            for key, obj in candidates
-            if (start is None or key > start)
-            and (namespace is None or key[0] == namespace)
-            and self.matches(obj, labels, fields)
-        ]
-        if limit <= 0 or len(matched) <= limit:
-            return ListResult(matched, rv)
-        page = matched[:limit]
+                rv, start = pages.decode_continue(continue_token)
+            objects = self._objects.get(res.key, {})
+            keys = self._sorted.get(res.key)
+            if keys is None:
+                keys = self._sorted[res.key] = sorted(objects)
+        # `keys` is never changed in place (a key added or removed replaces it), so it is read unlocked.
         filtered = bool((labels and not labels.empty()) or (fields and fields.requirements))
-        return ListResult(
-            page, rv, _encode_continue(rv, _key_of(page[-1])), None if filtered else len(matched) - limit
+        return pages.page(
+            keys, objects, rv, namespace, start, limit, lambda o: self.matches(o, labels, fields), filtered
         )
 
     @staticmethod
@@ -313,7 +286,10 @@ class Store:
         self._rv += 1
         new = m.with_resource_version(new, self._rv)
         ns, name = _key_of(new)
-        self._objects.setdefault(res.key, {})[(ns, name)] = new
+        objects = self._objects.setdefault(res.key, {})
+        if (ns, name) not in objects:
+            self._sorted.pop(res.key, None)
+        objects[(ns, name)] = new
         self._events.append(Event(self._rv, kind, res.key, ns, new, old))
         if res.key == SERVICES_KEY and self._allocated is not None:
             if old is None:
@@ -338,6 +314,7 @@ class Store:
     def _remove(self, res: Resource, obj: Obj) -> Obj:
         ns, name = _key_of(obj)
         self._objects.get(res.key, {}).pop((ns, name), None)
+        self._sorted.pop(res.key, None)
         if res.key == SERVICES_KEY:
             self._allocated = None
         self._rv += 1
@@ -355,6 +332,7 @@ class Store:
             for obj in list(self._objects.get(removed.key, {}).values()):
                 self._remove(removed, obj)
             self._objects.pop(removed.key, None)
+            self._sorted.pop(removed.key, None)
 
     def _delete_namespace(self, res: Resource, namespace: Obj) -> tuple[Obj, bool]:
         name = m.metadata(namespace)["name"]
@@ -436,6 +414,7 @@ class Store:
             for crd in objects.get(CRD_KEY, []):
                 self.table.register(crd)
             self._objects = {}
+            self._sorted = {}
             for key, items in objects.items():
                 if key != CRD_KEY and self.table.by_key(key) is None:
                     continue
