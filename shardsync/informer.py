@@ -10,6 +10,7 @@ informers share one warning rhythm (shardsync.kube_health) instead of each warni
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import KW_ONLY, dataclass, field
@@ -57,6 +58,10 @@ class Informer:
     on_page: Callable[[], Awaitable[None]] | None = None
     # Keep each cached object as compact JSON, decoded when read (shardsync.packed): for caches read by key.
     packed: bool = False
+    # Shared by informers whose list pages should not be read (and decoded, whole) at the same time: a page
+    # of 250 Pods as an API server sends them is ~2 MiB parsed, and every informer of a replica lists at
+    # start-up together.
+    list_slots: anyio.CapacityLimiter | None = None
     cache: MutableMapping[str, dict[str, Any]] = field(init=False, repr=False)
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
@@ -87,14 +92,15 @@ class Informer:
         seen: set[str] = set()
         token = ""
         while True:
-            body = await self.kube.list(
-                self.resource,
-                namespace=self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-                limit=self.page_size or None,
-                continue_token=token,
-            )
+            async with self.list_slots or contextlib.nullcontext():
+                body = await self.kube.list(
+                    self.resource,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    limit=self.page_size or None,
+                    continue_token=token,
+                )
             meta = body.get("metadata") or {}
             token = str(meta.get("continue") or "") if self.page_size else ""
             version = resource_version(body)

@@ -121,3 +121,29 @@ async def test_verbs_patch_kinds_status_and_preconditions(apiserver: ApiServer) 
     patched = await kube.patch(SERVICES, "s", status, namespace="default", subresource="status")
     assert patched["status"] == status["status"]
     assert patched["spec"]["ports"][0]["port"] == 80
+
+
+class _CountingKube:
+    """Answers list calls with one empty page after a pause, counting how many are read at once."""
+
+    def __init__(self) -> None:
+        self.now = self.most = 0
+
+    async def list(self, resource: Any, **_: Any) -> dict[str, Any]:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        await anyio.sleep(0.01)
+        self.now -= 1
+        return {"metadata": {"resourceVersion": "1"}, "items": []}
+
+
+@pytest.mark.parametrize("shared", [False, True])
+async def test_informers_sharing_list_slots_read_one_page_at_a_time(shared: bool) -> None:
+    kube = _CountingKube()
+    slots = anyio.CapacityLimiter(1) if shared else None
+    informers = [Informer(kube, r, list_slots=slots) for r in (LEASES, CONFIGMAPS, SERVICES)]  # type: ignore[arg-type]
+    async with anyio.create_task_group() as tg:
+        for informer in informers:
+            tg.start_soon(informer.relist)
+    assert all(i.synced.is_set() for i in informers)
+    assert kube.most == (1 if shared else 3)

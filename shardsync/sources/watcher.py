@@ -149,6 +149,7 @@ class SourceWatcher:
         self.shard_hint = anyio.Event()
         self._sources: dict[str, _Source] = {}
         self._informers: dict[Resource, Informer] = {}
+        self._list_slots = anyio.CapacityLimiter(1)  # one list page read at a time (Informer.list_slots)
         self._readers: dict[Resource, list[_Source]] = {}  # resource → the kinds that read it
         self._wake = Notifier()
         self._problems: dict[str, frozenset[Problem]] = {}  # desired key → problems last reported
@@ -197,6 +198,7 @@ class SourceWatcher:
                     watch_timeout=self.options.watch_timeout,
                     project=self._projection(kind, resource),
                     packed=kind.packs(resource),
+                    list_slots=self._list_slots,
                 )
             else:
                 informer = self._informers[resource]
