@@ -3,8 +3,9 @@
 over many zones; full profile 20,000 / 10,000 / 200 / 5,000 over 2,000 zones, quick a quarter).
 
 Per N, a fresh cluster is seeded, every zone is opened, then the N replicas start; once every zone has had
-its first write (the audit), each replica's CPU seconds since its start are read (`sync_cpu_seconds`, the
-sum over replicas: listing, translating and the first reconcile of each zone), then the steady state runs
+its first write (the audit) and every replica's sources have listed (/readyz), each replica's CPU seconds
+since its start are read (`sync_cpu_seconds`, the sum over replicas: listing, translating and the first
+reconcile of each zone), then the steady state runs
 for a few seconds (`steady_cpu_cores` per replica) and each replica's peak RSS (VmHWM) is read. The
 baseline is one replica of a cluster with the same zones and no source objects, measured the same way
 (`baseline_mib`: interpreter, libraries, the zone list). External-dns's published figure (290 MiB at
@@ -61,6 +62,9 @@ def _run(ctx: Context, name: str, replicas: int, objects: Sizes | None) -> dict[
         cluster.scale(replicas)
         if objects is not None:
             wait_converged(cluster, names, opened_at, p.converge_timeout, ctx.progress)
+            # The first full sync also means every replica's sources have listed (/readyz): a replica of
+            # four may write all its zones while it is still reading the other Services' pages.
+            cluster.wait_ready(p.converge_timeout)
         else:
             cluster.wait_ready()
             cluster.wait_settled(True, p.settle_timeout)
