@@ -144,6 +144,45 @@ class DesiredIndex:
             and not any(self._holds(zone) for zone in zones)
         )
 
+    def reached(self, names: Iterable[str]) -> set[str] | None:
+        """The known zones records named at or under `names` may fall in (ZoneIndex.reach); None when one
+        of the names is in no known zone."""
+        zones: set[str] = set()
+        for name in names:
+            reach = self._zones.reach(name)
+            if reach is None:
+                return None
+            zones.update(reach)
+        return zones
+
+    def holds_any(self, zones: Iterable[str]) -> bool:
+        return any(self._holds(zone) for zone in zones)
+
+    def defer(self, key: str, names: Iterable[str]) -> bool:
+        """Restricted: an object whose records can only be named at or under `names` need not be translated
+        while none of the zones those fall in is held. True: it is entered as touching those zones (a zone
+        of them held later hands it to `on_rebuild`, like a forgotten object's); False: translate it (a zone
+        of it is held, a name is in no known zone, what is held is not known yet, or endpoints of it are
+        held now and only a translation replaces them)."""
+        if not self.restricted or not (self._kept or self._expected) or self.pinned(key):
+            return False
+        if key in self._by_object or key in self._unplaced or key in self._awaited or key in self._everywhere:
+            return False
+        old = self._zones_of.get(key, ())
+        zones = self.reached(names)
+        if not zones or self.holds_any(zones) or self.holds_any(old):
+            return False
+        for zone in old:
+            keys = self._keys_in.get(zone)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._keys_in[zone]
+        self._zones_of[key] = tuple(zones)
+        for zone in zones:
+            self._keys_in[zone].add(key)
+        return True
+
     @property
     def epoch(self) -> int:
         """Changes whenever what is held at all may have (keep, drop, the zone list)."""

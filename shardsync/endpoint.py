@@ -348,12 +348,13 @@ class ZoneIndex:
     with 100,000 zones places each endpoint in a handful of set lookups.
     """
 
-    __slots__ = ("_zones",)
+    __slots__ = ("_below", "_zones")
 
     def __init__(self, zones: Iterable[str]) -> None:
         # Each zone maps to itself: `zone_of` hands out this one string, not a slice of the name per call
         # (the desired index keeps a zone per object: one copy of each zone name, not one per object).
         self._zones = {z: z for z in map(normalize_name, zones)}
+        self._below: dict[str, list[str]] | None = None  # name → the zones under it (built when first asked)
 
     def __contains__(self, zone: str) -> bool:
         return zone in self._zones
@@ -374,6 +375,24 @@ class ZoneIndex:
             if dot < 0:
                 return None
             name = name[dot + 1 :]
+
+    def reach(self, name: str) -> tuple[str, ...] | None:
+        """The zones the records named `name`, or named under it, may fall in: its own zone and every zone
+        below it (a child zone `pods.<name>` takes `<pod>.pods.<name>`). None when `name` itself is in no
+        zone (its records would fall nowhere)."""
+        own = self.zone_of(name)
+        if own is None:
+            return None
+        if self._below is None:
+            below: dict[str, list[str]] = {}
+            for zone in self._zones.values():
+                parent = zone
+                while (dot := parent.find(".")) >= 0:
+                    parent = parent[dot + 1 :]
+                    below.setdefault(parent, []).append(zone)
+            self._below = below
+        under = self._below.get(normalize_name(name))
+        return (own, *under) if under else (own,)
 
 
 def fingerprint(endpoints: Iterable[Endpoint]) -> int:

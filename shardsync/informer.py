@@ -62,6 +62,10 @@ class Informer:
     # of 250 Pods as an API server sends them is ~2 MiB parsed, and every informer of a replica lists at
     # start-up together.
     list_slots: anyio.CapacityLimiter | None = None
+    # Asked of an object as listed or watched (whole, before `project`) when its key is not cached: False
+    # leaves it out, forgotten (see forget) without a report. A sharded replica leaves out the objects of
+    # other replicas' zones this way (sources.shard_cache).
+    admit: Callable[[str, dict[str, Any]], bool] | None = None
     cache: MutableMapping[str, dict[str, Any]] = field(init=False, repr=False)
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
@@ -87,7 +91,7 @@ class Informer:
         read, then `on_page` is awaited: the full objects of a large list are never held at once, and a
         caller that drops what it does not need (`forget`) after each page never holds all of it either.
         Objects gone from the list are reported at the end."""
-        project = self.project
+        project, admit = self.project, self.admit
         cache = self.cache
         seen: set[str] = set()
         token = ""
@@ -112,6 +116,9 @@ class Informer:
                 seen.add(key)
                 before = cache.get(key)
                 if before is not None and resource_version(before) == resource_version(item):
+                    continue
+                if before is None and admit is not None and not admit(key, item):
+                    self.forgotten.add(key)
                     continue
                 obj = item if project is None else project(item)
                 cache[key] = obj
@@ -164,6 +171,9 @@ class Informer:
                 self._emit(key, before, None)
         else:
             before = self.cache.get(key)
+            if before is None and self.admit is not None and not self.admit(key, obj):
+                self.forgotten.add(key)
+                return
             self.forgotten.discard(key)
             if self.project is not None:
                 obj = self.project(obj)

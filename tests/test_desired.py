@@ -132,3 +132,40 @@ def test_expected_zones_are_held_before_the_worker_runs_them_and_gaining_them_co
     assert idx.desired("a.com") == [] and freed == [{"service/ns/x"}]
     idx.expect(["c.com"])  # b.com leaves too
     assert idx.desired("b.com") == [] and freed[-1] == {"service/ns/y"}
+
+
+def test_an_object_whose_names_reach_no_held_zone_is_deferred_until_one_is_held() -> None:
+    idx = DesiredIndex(["a.com", "b.com", "sub.b.com"], restricted=True)
+    rebuilt: list[set[str]] = []
+    idx.on_rebuild = rebuilt.append
+    assert not idx.defer("service/ns/x", ["x.b.com"])  # nothing held or expected yet: translate it
+    idx.expect(["a.com"])
+    assert not idx.defer("service/ns/y", ["y.a.com"])  # its zone is held
+    assert not idx.defer("service/ns/n", ["y.nowhere.net"])  # would fall in no zone
+    assert not idx.defer("service/ns/e", [])  # no names: only a translation says what it has
+    assert idx.defer("service/ns/x", ["x.b.com"]) and idx.defer("service/ns/s", ["b.com"])
+    assert idx.holds_nothing_of("service/ns/x") and idx.desired("b.com") == []
+    idx.keep("sub.b.com")  # lies under the name b.com: s may have records there, x may not
+    assert rebuilt == [{"service/ns/s"}] and not idx.ready("sub.b.com")
+    idx.set_object("service/ns/s", [a("b.com")])  # translated: nothing in sub.b.com after all
+    assert idx.ready("sub.b.com")
+    idx.keep("b.com")
+    assert rebuilt[1] == {"service/ns/x", "service/ns/s"} and not idx.ready("b.com")
+    idx.set_object("service/ns/x", [a("x.b.com")])
+    idx.set_object("service/ns/s", [a("b.com")])
+    assert idx.ready("b.com") and sorted(e.dns_name for e in idx.desired("b.com")) == ["b.com", "x.b.com"]
+
+
+def test_an_object_with_held_endpoints_is_not_deferred_and_a_deferred_one_moves() -> None:
+    idx = DesiredIndex(["a.com", "b.com", "c.com"], restricted=True)
+    idx.expect(["a.com"])
+    idx.set_object("service/ns/x", [a("x.a.com")])
+    assert not idx.defer("service/ns/x", ["x.b.com"])  # only a translation takes x.a.com away
+    assert idx.defer("service/ns/y", ["y.b.com"])
+    assert idx.defer("service/ns/y", ["y.c.com"])  # its names changed: now it waits for c.com only
+    rebuilt: list[set[str]] = []
+    idx.on_rebuild = rebuilt.append
+    idx.keep("b.com")
+    assert rebuilt == [] and idx.ready("b.com")
+    idx.keep("c.com")
+    assert rebuilt == [{"service/ns/y"}]

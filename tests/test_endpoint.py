@@ -126,3 +126,17 @@ def test_zone_index_picks_most_specific_zone() -> None:
     assert zones.zone_of("other.org") == "other.org"
     # one string per zone, whatever name it is found from (what holds a zone per object holds no copy)
     assert zones.zone_of("a.example.com") is zones.zone_of("b.example.com") is next(iter(zones))
+
+
+def test_zone_index_reach_is_a_names_zone_and_every_zone_below_it() -> None:
+    zones = ZoneIndex(["example.com", "pods.svc.example.com", "deep.x.pods.svc.example.com", "other.org"])
+    assert zones.reach("www.example.com") == ("example.com",)
+    assert sorted(zones.reach("SVC.example.com.") or ()) == [
+        "deep.x.pods.svc.example.com",
+        "example.com",
+        "pods.svc.example.com",
+    ]
+    assert zones.reach("pods.svc.example.com") == ("pods.svc.example.com", "deep.x.pods.svc.example.com")
+    assert zones.reach("a.other.org") == ("other.org",)
+    assert zones.reach("example.net") is None  # its own records would fall in no zone
+    assert zones.reach("com") is None  # though zones lie below it

@@ -64,6 +64,48 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer, packe
     assert time.monotonic() - started < 2.0
 
 
+async def test_objects_not_admitted_are_left_out_forgotten_and_their_deletion_reported(
+    apiserver: ApiServer,
+) -> None:
+    kube = Kube(load_api_client(str(apiserver.kubeconfig)))
+    await kube.create(LEASES, lease("theirs", "other"), namespace="default")
+    await kube.create(LEASES, lease("ours", "me"), namespace="default")
+    asked: list[str] = []
+    changes: list[tuple[str, bool, bool]] = []
+
+    def admit(key: str, obj: dict[str, Any]) -> bool:
+        asked.append(key)
+        return bool(obj["spec"]["holderIdentity"] == "me")
+
+    informer = Informer(
+        kube,
+        LEASES,
+        namespace="default",
+        admit=admit,
+        on_change=lambda key, old, new: changes.append((key, old is not None, new is not None)),
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(informer.run)
+        with anyio.fail_after(5):
+            await informer.synced.wait()
+        assert set(informer.cache) == {"default/ours"} and informer.forgotten == {"default/theirs"}
+        assert changes == [("default/ours", False, True)]  # the one left out is not reported
+        await kube.patch(LEASES, "theirs", {"metadata": {"labels": {"v": "2"}}}, namespace="default")
+        await kube.patch(LEASES, "ours", {"spec": {"holderIdentity": "other"}}, namespace="default")
+        await eventually(lambda: len(changes) == 2)
+        # a cached object is no longer asked: only a translation may take its records away
+        assert changes[1] == ("default/ours", True, True) and asked.count("default/ours") == 1
+        assert asked.count("default/theirs") == 2 and informer.forgotten == {"default/theirs"}
+        await kube.patch(LEASES, "theirs", {"spec": {"holderIdentity": "me"}}, namespace="default")
+        await eventually(lambda: len(changes) == 3)
+        assert changes[2] == ("default/theirs", False, True) and not informer.forgotten
+        informer.forget("default/theirs")
+        await kube.delete(LEASES, "theirs", namespace="default")
+        await eventually(lambda: len(changes) == 4)
+        assert changes[3] == ("default/theirs", False, False) and not informer.forgotten
+        tg.cancel_scope.cancel()
+
+
 async def test_changes_made_while_the_server_was_down_are_seen(apiserver: ApiServer) -> None:
     kube = Kube(load_api_client(str(apiserver.kubeconfig)))
     informer = Informer(kube, LEASES, namespace="default")

@@ -136,6 +136,17 @@ def ingress_endpoints(
     return out.result(problems)
 
 
+def ingress_names(ing: Obj, common: SourceOptions) -> list[str] | None:
+    """Every name an Ingress's records may have (`SourceKind.names`): its rules' and TLS hosts and its
+    hostname annotation, whichever the flags and annotations choose; None with --fqdn-template."""
+    if common.template is not None:
+        return None
+    names = [get_str(rule, "host") for rule in get_list(ing, "spec", "rules")]
+    names += [host for tls in get_list(ing, "spec", "tls") for host in get_str_list(tls, "hosts")]
+    names += ann.parse(get_str_map(ing, "metadata", "annotations")).hostnames
+    return [name for name in names if name]
+
+
 class IngressTranslator(Translator):
     """The ingress kind in one watcher: `ingress_endpoints` with the kind's and the shared options."""
 
@@ -152,5 +163,6 @@ KIND = SourceKind(
     IngressTranslator,
     flags=FLAGS,
     evictable=True,
+    names=ingress_names,
     projections={INGRESSES: projections.without_bookkeeping},
 )

@@ -12,7 +12,7 @@ change to learn which of the kind's own objects to re-translate, and `Translator
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -122,6 +122,11 @@ class SourceKind(Generic[OptionsT]):
     # Related resources the translator reads only by key, never whole (a Service's Pods and EndpointSlices):
     # their caches keep compact JSON (shardsync.packed), as the kind's own objects' do.
     read_by_key: tuple[Resource, ...] = ()
+    # The names an object's records may have or lie under (a Service's hostnames: a headless one adds
+    # `<pod>.<hostname>`), read from the object as listed; None when only a translation can tell (say, with
+    # --fqdn-template). A sharded replica leaves an evictable kind's object untranslated while no zone
+    # those names reach is its own (sources.shard_cache).
+    names: Callable[[Obj, SourceOptions], Sequence[str] | None] | None = None
 
     def packs(self, resource: Resource) -> bool:
         """Whether the kind reads `resource`'s cache only by key (so it may be packed)."""

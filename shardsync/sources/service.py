@@ -121,6 +121,18 @@ def service_dependencies(
     return ServiceDependencies()
 
 
+def service_names(svc: Obj, common: SourceOptions) -> list[str] | None:
+    """The names a Service's records may have or lie under (`SourceKind.names`): its hostname annotations
+    (a headless Service adds `<pod hostname>.<name>`, a NodePort one `_<service>._<protocol>.<name>`);
+    None with --fqdn-template, whose names only a translation knows."""
+    if common.template is not None:
+        return None
+    if common.ignore_hostname_annotation:
+        return []
+    parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
+    return [*parsed.hostnames, *parsed.internal_hostnames]
+
+
 def pod_key(namespace: str, name: str) -> str:
     """The key `service_endpoints` expects in its `pods` mapping."""
     return f"{namespace}/{name}"
@@ -411,6 +423,7 @@ KIND = SourceKind(
     flags=FLAGS,
     evictable=True,
     read_by_key=(ENDPOINT_SLICES, PODS),
+    names=service_names,
     projections={
         SERVICES: projections.without_bookkeeping,
         ENDPOINT_SLICES: projections.endpoint_slice,

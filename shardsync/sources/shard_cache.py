@@ -14,6 +14,7 @@ keeps about it (`Translator.forget`). Keys no kind here can translate again
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -23,6 +24,8 @@ import anyio.lowlevel
 from shardsync.desired import DesiredIndex
 from shardsync.informer import Informer
 from shardsync.kube import Kube
+from shardsync.objects import Obj
+from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceKind
 from shardsync.sources.refetch import Refetcher
 
@@ -55,6 +58,31 @@ class ShardCaches:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._refetch.run)
             tg.start_soon(self._sweep_loop)
+
+    def admitter(self, name: str, common: SourceOptions) -> Callable[[str, Obj], bool] | None:
+        """What the informer of kind `name`'s own objects asks of an object it lists or watches and does
+        not cache (`Informer.admit`): False, leaving it out untranslated, when the zones its names reach
+        (`SourceKind.names`) are known and none is held (`DesiredIndex.defer`)."""
+        kind = self._kinds[name][0]
+        names_of = kind.names
+        if not kind.evictable or names_of is None:
+            return None
+        defer = self.desired.defer
+
+        def admit(key: str, obj: Obj) -> bool:
+            names = names_of(obj, common)
+            return names is None or not defer(sys.intern(f"{name}/{key}"), names)
+
+        return admit
+
+    def holds_reach(self, kind: SourceKind[Any], obj: Obj, common: SourceOptions) -> bool | None:
+        """Whether a zone `obj`'s names reach is held here; None when its names do not tell (unnamed, a
+        name in no zone, a kind that cannot say) or this replica holds every zone (not sharded)."""
+        if not self.desired.restricted or kind.names is None:
+            return None
+        names = kind.names(obj, common)
+        zones = None if names is None else self.desired.reached(names)
+        return self.desired.holds_any(zones) if zones else None
 
     def forgotten(self, name: str, key: str) -> bool:
         """The object at `key` is not cached because it was forgotten (not because it is gone)."""

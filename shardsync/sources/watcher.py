@@ -20,15 +20,19 @@ saying once what to install, and holds up only itself; `synced` is set once ever
 translated.
 
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
-first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
-(those Events, and what a kind writes itself: the crd kind's DNSEndpoint statuses, sources.status) is left
-to the replica for which `write_status()` is true, so N replicas do not post N copies. The watcher follows
-`write_status()` itself (looking every `writer_poll` seconds, from the start): when this replica takes office
-(elected coordinator at start-up, or after a failover) it posts the Events of the problems it found while
-not the writer and still present (an object invalid since before any coordinator existed), and asks each
-kind to catch up on its own writes (`Translator.catch_up`: the crd kind sweeps for lagging statuses at
-once, not at its next periodic sweep). A previous writer may have posted some of those Events already: a
-repeat from the new writer is preferred to an Event never posted.
+first appears (not again while it persists), and posted as a Warning Event by one replica
+(sources.problems: the holder of a zone the object's names reach, else the writer). Writing to source
+objects (those Events, and what a kind writes itself: the crd kind's DNSEndpoint statuses, sources.status)
+is left to the replica for which `write_status()` is true, so N replicas do not post N copies. The watcher
+follows `write_status()` itself (looking every `writer_poll` seconds, from the start): when this replica
+takes office (elected coordinator at start-up, or after a failover) it posts the Events of the writer's
+problems it found while not the writer and still present (an object invalid since before any coordinator
+existed), and asks each kind to catch up on its own writes (`Translator.catch_up`: the crd kind sweeps for
+lagging statuses at once, not at its next periodic sweep).
+
+A sharded replica lists an evictable kind's own objects knowing the zones it is about to run, and leaves
+out untranslated the objects whose names (`SourceKind.names`) reach none of them (sources.shard_cache):
+each replica translates about its share of the Services, not all of them.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_end
 from shardsync.sources.gate import ObjectGate
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.namespace_policy import NamespacePolicy
+from shardsync.sources.problems import ProblemReports
 from shardsync.sources.projections import Projection
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
@@ -72,11 +77,6 @@ log = get_logger(__name__)
 # external-dns's name: requests for source objects that failed (there: a failed Endpoints() call).
 SOURCE_ERRORS = Counter(
     "external_dns_source_errors_total", "Failed list or watch requests for source objects"
-)
-INVALID_ENDPOINTS = Counter(
-    "shardsync_source_invalid_endpoints_total",
-    "Problems found in source objects (an endpoint dropped, an annotation ignored), by source kind",
-    ["kind"],
 )
 
 
@@ -152,8 +152,7 @@ class SourceWatcher:
         self._list_slots = anyio.CapacityLimiter(1)  # one list page read at a time (Informer.list_slots)
         self._readers: dict[Resource, list[_Source]] = {}  # resource → the kinds that read it
         self._wake = Notifier()
-        self._problems: dict[str, frozenset[Problem]] = {}  # desired key → problems last reported
-        self._unposted: dict[str, None] = {}  # desired keys whose problems were found while not the writer
+        self.problems = ProblemReports(events, write_status)
         self._writer = False  # write_status() as last seen by _follow_writer
         self._started = time.monotonic()
         # external-dns installs its PTR wrapper only when PTR is a managed record type (sources.ptr).
@@ -305,6 +304,8 @@ class SourceWatcher:
         for source in owners:
             source.ready = True
         informer.on_page = self.flush
+        if self._ptr is None and len(owners) == 1:  # PTR records need every object's addresses
+            informer.admit = self._shard.admitter(owners[0].kind.name, self.options.common)
         await informer.run()
 
     async def _translate_loop(self) -> None:
@@ -372,7 +373,11 @@ class SourceWatcher:
         if self._ptr is not None:
             found, addresses = self._ptr.update(desired_key, found)
         endpoints = filter_endpoints(found, self.options.domains, self.options.record_types)
-        self._report(kind.name, desired_key, [*problems, *refused])
+        problems += refused
+        held = None
+        if problems and obj is not None:
+            held = self._shard.holds_reach(kind, obj, self.options.common)
+        self.problems.report(kind.name, desired_key, problems, held)
         changed = self.desired.set_object(desired_key, endpoints)
         for address in addresses:
             assert self._ptr is not None
@@ -382,30 +387,6 @@ class SourceWatcher:
             changed |= self.desired.set_object(ptr_key(address), ptrs)
         self._shard.translated(kind.name, key)  # forgotten when its records all fall in zones not held
         return changed
-
-    def _report(self, source: str, desired_key: str, problems: Iterable[Problem]) -> None:
-        """Log, count and post (as Warning Events) the problems that were not there last time."""
-        fresh = frozenset(problems)
-        before = self._problems.pop(desired_key, frozenset())
-        if fresh:
-            self._problems[desired_key] = fresh
-        else:
-            self._unposted.pop(desired_key, None)
-        new = [p for p in dict.fromkeys(problems) if p not in before]
-        if not new:
-            return
-        post = self._events is not None and self._write_status()
-        if not post:
-            self._unposted[desired_key] = None  # posted when this replica takes office
-        for p in new:
-            INVALID_ENDPOINTS.labels(source).inc()
-            log.warning("invalid source object", object=p.ref.resource, field=p.field, problem=p.message)
-            if post:
-                self._post(p)
-
-    def _post(self, problem: Problem) -> None:
-        if self._events is not None:
-            self._events.record(problem.ref, problem.reason, f"{problem.field}: {problem.message}")
 
     async def _follow_writer(self) -> None:
         """Catch up (`request_status_sweep`) whenever write_status() turns true."""
@@ -419,12 +400,7 @@ class SourceWatcher:
     def request_status_sweep(self) -> None:
         """This replica has become the writer: post the Events of the problems found while it was not and
         still present, and have every kind catch up on its writes (DNSEndpoint statuses) now."""
-        unposted, self._unposted = self._unposted, {}
-        posted = 0
-        for key in unposted:
-            for problem in self._problems.get(key, ()):
-                self._post(problem)
-                posted += 1
+        posted = self.problems.taking_office()
         if posted:
             log.info("posting the events of problems found before taking office", events=posted)
         for source in self._sources.values():

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
+from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
 from shardsync.sources.common import SourceOptions
-from shardsync.sources.ingress import IngressOptions, ingress_endpoints
+from shardsync.sources.ingress import IngressOptions, ingress_endpoints, ingress_names
 
 from .objects import ALPHA, CREATED, GA, ingress, records
 
@@ -174,6 +174,8 @@ def ingresses(draw: st.DrawFn) -> dict[str, Any]:
 @given(ingresses())
 def test_any_ingress_translates_without_exception(ing: dict[str, Any]) -> None:
     result = ingress_endpoints(ing)
+    names = {normalize_name(n) for n in ingress_names(ing, SourceOptions()) or ()}  # SourceKind.names
     for ep in result.endpoints:
         ep.validate()
         assert ep.labels[RESOURCE_LABEL].startswith("ingress/")
+        assert ep.dns_name in names

@@ -8,8 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import RESOURCE_LABEL
-from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints
+from shardsync.endpoint import RESOURCE_LABEL, normalize_name
+from shardsync.sources.common import SourceOptions
+from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints, service_names
 
 from .objects import ALPHA, ANNOTATION_NAMES, GA, endpoint_slice, node, pod, service
 
@@ -90,3 +91,8 @@ def test_any_service_translates_without_exception(svc: dict[str, Any], internal:
     keys = [ep.key for ep in result.endpoints]
     assert keys == sorted(set(keys))
     service_dependencies(svc, opts)
+    # What a sharded replica decides from without translating (SourceKind.names): every record is named
+    # at or under one of the Service's names.
+    names = [normalize_name(n) for n in service_names(svc, SourceOptions()) or ()]
+    for ep in result.endpoints:
+        assert any(ep.dns_name == n or ep.dns_name.endswith("." + n) for n in names), (ep.dns_name, names)

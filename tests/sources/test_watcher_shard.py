@@ -4,6 +4,7 @@ the objects of other replicas' zones are never all held (sources.watcher's `_str
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
@@ -14,13 +15,17 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.sources import projections
 from shardsync.sources import service as service_module
 from shardsync.sources.common import SourceOptions
+from shardsync.sources.result import INVALID_REASON
 from shardsync.sources.watcher import WatchOptions
 from tests.kubeclient import raw_body
+from tests.waits import eventually
 
-from .watching import HOSTNAME, OTHER, ZONE, watching
+from .watching import HOSTNAME, OTHER, ZONE, blocking, until, watching
 from .watching import service as service_object
 
 pytestmark = pytest.mark.anyio
+
+TTL = "external-dns.alpha.kubernetes.io/ttl"
 
 
 def _seed(apiserver: ApiServer, count: int) -> None:
@@ -35,7 +40,7 @@ def _seed(apiserver: ApiServer, count: int) -> None:
         api.close()
 
 
-async def test_objects_of_zones_not_expected_are_forgotten_page_by_page_and_translated_once(
+async def test_objects_of_zones_not_expected_are_left_untranslated_and_read_back_when_one_is_gained(
     apiserver: ApiServer, monkeypatch: Any
 ) -> None:
     _seed(apiserver, 12)
@@ -64,15 +69,52 @@ async def test_objects_of_zones_not_expected_are_forgotten_page_by_page_and_tran
         with anyio.fail_after(5):
             await h.watcher.synced.wait()
         ours = {f"default/s{i}" for i in range(0, 12, 2)}
-        assert set(services.cache) == ours
-        assert services.forgotten == {f"default/s{i}" for i in range(1, 12, 2)}
-        assert 0 < most <= len(ours)  # the other zone's objects left at each page, never all held
-        assert sorted(translated) == sorted(f"s{i}" for i in range(12))  # each once
+        theirs = {f"default/s{i}" for i in range(1, 12, 2)}
+        assert set(services.cache) == ours and services.forgotten == theirs
+        assert 0 < most <= len(ours)  # never more than this replica's own
+        # the other zone's Services are never translated here: their names say where their records fall
+        assert sorted(translated) == sorted(f"s{i}" for i in range(0, 12, 2))
         assert len(h.records(OTHER)) == 6 and h.records() == {}
 
         translated.clear()
         h.desired.keep(OTHER)  # the worker gains the expected zone: nothing to translate again
         assert h.desired.ready(OTHER) and translated == []
+
+        h.desired.keep(ZONE)  # gaining another zone reads its Services back and translates them
+        assert not h.desired.ready(ZONE)
+        await eventually(lambda: h.desired.ready(ZONE))
+        assert sorted(translated) == sorted(f"s{i}" for i in range(1, 12, 2))
+        assert len(h.records()) == 6 and set(services.cache) == ours | theirs
+
+
+async def test_problems_are_posted_by_the_replica_holding_the_zone_the_names_reach(
+    apiserver: ApiServer,
+) -> None:
+    api = apiserver.api_client()
+    core = client.CoreV1Api(api)
+    try:
+        for name, zone in (("held", OTHER), ("elsewhere", ZONE)):
+            body = service_object(name, {HOSTNAME: f"{name}.{zone}", TTL: "soon"}, externalIPs=["192.0.2.1"])
+            core.create_namespaced_service("default", raw_body(client.V1Service, body))
+
+        async def warned() -> set[str]:
+            events = await blocking(core.list_namespaced_event, "default")
+            return {e.involved_object.name for e in events.items if e.reason == INVALID_REASON}
+
+        options = WatchOptions(shard_hint_wait=5.0)
+        # Not the writer (the coordinator is another replica): the Service of its own zone is its to report.
+        async with watching(
+            apiserver, options, write_status=lambda: False, restricted=True, expect=(OTHER,)
+        ) as h:
+            await until(lambda: _equals(warned(), {"held"}))
+            h.desired.keep(ZONE)  # gained: read back, translated, and now its problem is this replica's
+            await until(lambda: _equals(warned(), {"held", "elsewhere"}))
+    finally:
+        api.close()
+
+
+async def _equals(found: Awaitable[set[str]], expected: set[str]) -> bool:
+    return await found == expected
 
 
 async def test_without_a_hint_the_objects_are_listed_after_the_bounded_wait(apiserver: ApiServer) -> None:

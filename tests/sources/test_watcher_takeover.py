@@ -169,7 +169,7 @@ async def test_a_new_coordinator_posts_old_problems_and_writes_statuses_at_once(
             await blocking(patch_object, GROUP, VERSION, "default", PLURAL, "stale", patch)
 
             async def translated() -> bool:
-                problems = second.watcher._problems.values()  # what the non-writer found
+                problems = second.watcher.problems.found.values()  # what the non-writer found
                 return any("nope" in p.message for found in problems for p in found)
 
             await wait_for(translated, 5.0)
