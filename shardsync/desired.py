@@ -12,7 +12,9 @@ are kept too (a zone list change may place them). An object whose endpoints fall
 zones is "partial": only its slices in held zones are held. When a zone is held again, or the zone list
 changes, the partial objects it needs are handed to `on_rebuild` (the watcher translates them again from
 its caches); the zone is not `ready` until they are back, so the worker never plans it from half its
-inputs. Keys for which `pinned(key)` is true (what the watcher cannot translate again: the PTR records it
+inputs. An object whose names reach no held zone may be entered untranslated (`defer`): as touching
+the zones its names reach, rebuilt like a forgotten object when one of them is held. Keys for which
+`pinned(key)` is true (what the watcher cannot translate again: the PTR records it
 derives) are always kept whole.
 """
 

@@ -103,6 +103,11 @@ class Assignment:
     slots: tuple[str, ...] = ()  # owner per slot; () in a version-1 document (the ring decides)
     overrides: Mapping[str, str] = field(default_factory=dict, hash=False)  # zone -> member (coordinator's)
     _ring: Ring = field(init=False, repr=False, compare=False, hash=False)
+    # identity → (the zones asked about, the ones it owns): a replica asks on every shard pass with the
+    # same zones, and placing 2,000 zones each time was ~6 % of a syncing replica's CPU (py-spy)
+    _owned: dict[str, tuple[frozenset[str], frozenset[str]]] = field(
+        init=False, repr=False, compare=False, hash=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.generation, bool) or not isinstance(self.generation, int) or self.generation < 0:
@@ -168,7 +173,12 @@ class Assignment:
 
     def zones_of(self, identity: str, zones: Iterable[str]) -> set[str]:
         """The zones among `zones` that `identity` owns."""
-        return {zone for zone in zones if self.owner_of(zone) == identity}
+        asked = zones if isinstance(zones, frozenset) else frozenset(zones)
+        last = self._owned.get(identity)
+        if last is None or last[0] != asked:
+            last = asked, frozenset(zone for zone in asked if self.owner_of(zone) == identity)
+            self._owned[identity] = last
+        return set(last[1])
 
     def explain(self, zone: str) -> Explanation:
         name = normalize_name(zone)

@@ -8,7 +8,10 @@ an object of an evictable kind (`SourceKind.evictable`) that was forgotten is re
 (sources.refetch). After each translation, and in a sweep once the held zones changed (objects translated
 before this replica ran any zone), an evictable kind's object whose records all fall in zones not held is
 forgotten (`Informer.forget`: its changes still arrive by the watch), and its translator drops what it
-keeps about it (`Translator.forget`). Keys no kind here can translate again
+keeps about it (`Translator.forget`). Before translating, an object of such a kind that the informer does
+not hold is asked for its names (`admitter`, `SourceKind.names`): when the zones they reach are known and
+none is held, it is entered in the index untranslated (`DesiredIndex.defer`) and left out of the cache.
+Keys no kind here can translate again
 (the PTR records the watcher derives) are kept whole by the index (`pinned`).
 """
 

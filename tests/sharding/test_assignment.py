@@ -131,6 +131,18 @@ def test_owner_of_follows_the_ring_of_the_members() -> None:
     assert a.zones_of("a", ZONES) == {z for z in ZONES if ring.owner_of(z) == "a"}
 
 
+def test_zones_of_answers_for_the_zones_asked_each_time() -> None:
+    a = sample(pins={})
+    ring = Ring({"a": 1, "b": 2})
+    owned = a.zones_of("a", ZONES)
+    owned.clear()  # the caller's own set: the next answer is whole
+    assert a.zones_of("a", set(ZONES)) == {z for z in ZONES if ring.owner_of(z) == "a"}
+    fewer = ZONES[: len(ZONES) // 2]
+    assert a.zones_of("a", fewer) == {z for z in fewer if ring.owner_of(z) == "a"}
+    assert a.zones_of("b", fewer) == {z for z in fewer if ring.owner_of(z) == "b"}
+    assert a.zones_of("a", ZONES) == {z for z in ZONES if ring.owner_of(z) == "a"}
+
+
 def test_a_pin_wins_over_the_ring() -> None:
     a = sample()
     assert a.owner_of("pinned.example.org") == "a"
