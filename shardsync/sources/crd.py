@@ -164,6 +164,18 @@ async def write_observed_generation(kube: Kube, key: str, generation: int) -> No
     await kube.patch(DNS_ENDPOINTS, name, body, namespace=namespace, subresource="status")
 
 
+def dnsendpoint_names(obj: Obj, common: SourceOptions) -> list[str]:
+    """The names of a DNSEndpoint's records (`SourceKind.names`): its endpoints' dnsName."""
+    raw = get(obj, "spec", "endpoints")
+    if not isinstance(raw, list):
+        return []
+    return [
+        e["dnsName"]
+        for e in raw
+        if isinstance(e, dict) and isinstance(e.get("dnsName"), str) and e["dnsName"]
+    ]
+
+
 class DNSEndpointTranslator(Translator):
     """The crd kind in one watcher: `dnsendpoint_endpoints`, and the status writes of what it translated."""
 
@@ -174,6 +186,9 @@ class DNSEndpointTranslator(Translator):
     def translate(self, key: str, obj: dict[str, Any] | None) -> SourceResult | None:
         self.status.translated(key, obj)
         return None if obj is None else dnsendpoint_endpoints(obj, self.common)
+
+    def forget(self, key: str) -> None:
+        self.status.translated(key, None)
 
     async def run(self) -> None:
         await self.status.run()
@@ -187,5 +202,7 @@ KIND = SourceKind(
     DNS_ENDPOINTS,
     DNSEndpointTranslator,
     crd=CrdNotice("DNSEndpoint CRD", CRD_NAME, f"shardsync/manifests/{CRD_FILE}"),
+    evictable=True,
+    names=dnsendpoint_names,
     projections={DNS_ENDPOINTS: projections.without_bookkeeping},
 )

@@ -39,6 +39,9 @@ class SourceContext(Generic[OptionsT]):
     common: SourceOptions = field(
         default_factory=SourceOptions
     )  # the flags every kind shares (sources.common)
+    # Whether this replica holds a zone an object's names reach (True/False), or None when that does not
+    # decide who writes to it (not sharded, or its names do not tell): see sources.problems.
+    holds: Callable[[Obj], bool | None] = lambda obj: None
 
 
 class Translator:
@@ -113,8 +116,8 @@ class SourceKind(Generic[OptionsT]):
     # Slimmer ones used instead when no --fqdn-template is set (a template may read any field).
     untemplated: Mapping[Resource, Projection] = field(default_factory=dict)
     # A sharded replica may drop its own objects from the cache while their records all fall in zones the
-    # replica does not run, reading them again when it gains one (sources.refetch). Not for a kind that
-    # reads its cache for other work (the crd kind's status sweep).
+    # replica does not run, reading them again when it gains one (sources.refetch). A kind that writes to
+    # its objects leaves them to the replica holding their zone (SourceContext.holds, sources.status).
     evictable: bool = False
     # Related resources read in every namespace whatever --namespace says (a route's Gateway lives in
     # another namespace).

@@ -51,7 +51,7 @@ class ShardCaches:
         self._on_forget = on_forget
         self._kinds = kinds
         self._queue = queue
-        self._names = {informer.resource: name for name, (_, informer) in kinds.items()}
+        self._names = {informer: name for name, (_, informer) in kinds.items()}
         self._refetch = Refetcher(kube, self._refetched)
         desired.on_rebuild = self._rebuild
         desired.on_freed = self._freed
@@ -112,7 +112,7 @@ class ShardCaches:
                 self._queue(name, (cache_key,))
 
     def _refetched(self, informer: Informer, keys: set[str]) -> None:
-        self._queue(self._names[informer.resource], keys)
+        self._queue(self._names[informer], keys)
 
     def _freed(self, keys: set[str]) -> None:
         for key in keys:

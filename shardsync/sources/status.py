@@ -4,10 +4,11 @@ are due a write, and the loop that writes them.
 The kind's translator tells a `StatusWriter` which generation of each object it translated; the loop then
 writes status.observedGeneration = that generation for every object whose status lags behind it (through
 the status subresource, by the kind's `write` function). A newer generation not translated yet is left for
-its own translation. Only the replica for which `may_write()` is true writes, so N replicas do not write N
-times; a replica that becomes the writer is asked to `sweep()` by the watcher as it takes office (the
-periodic sweep every `status_resync` seconds is the fallback). A failed write stays due and is retried with
-backoff.
+its own translation. One replica writes each object's status, so N replicas do not write N times: the one
+holding a zone the object's names reach (`SourceContext.holds`; on a sharded replica the others may never
+translate it), else the one for which `may_write()` is true (the coordinator), which the watcher asks to
+`sweep()` as it takes office (the periodic sweep every `status_resync` seconds is the fallback). A failed
+write stays due and is retried with backoff.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
-from shardsync.objects import Resource, get
+from shardsync.objects import Obj, Resource, get
 from shardsync.sources.kind import SourceContext
 
 log = get_logger(__name__)
@@ -51,21 +52,29 @@ class StatusWriter:
     def __init__(self, context: SourceContext[Any], resource: Resource, write: WriteStatus) -> None:
         self._cache = context.cache
         self._may_write = context.may_write
+        self._holds = context.holds
         self._resync = context.status_resync
         self._max_backoff = context.max_backoff
         self._resource = resource
         self._write = write
-        self._translated: dict[str, int] = {}  # cache key → the generation translated
+        self._translated: dict[str, int] = {}  # cache key → the generation translated (ours to write)
+        self._held: set[str] = set()  # keys written whoever is the writer: this replica holds their zone
         self._due: dict[str, None] = {}  # cache keys whose status may lag (ordered)
         self._wake = Notifier()
         self._sweep_requested = False
 
-    def translated(self, key: str, obj: Mapping[str, Any] | None) -> None:
+    def translated(self, key: str, obj: Obj | None) -> None:
         """The object at `key` was translated (None: it is gone or filtered out)."""
-        if obj is None:
+        held = None if obj is None else self._holds(obj)
+        if obj is None or held is False:  # gone, or the replica holding its zone writes it
             self._translated.pop(key, None)
             self._due.pop(key, None)
+            self._held.discard(key)
             return
+        if held:
+            self._held.add(key)
+        else:
+            self._held.discard(key)
         generation = get(obj, "metadata", "generation")
         if isinstance(generation, int):
             self._translated[key] = generation
@@ -86,13 +95,15 @@ class StatusWriter:
             resync = not retry and not await self._wake.wait(ticket, within=self._resync)
             ticket = self._wake.ticket()  # before reading the state: a notify from now on is kept
             retry = False
-            if not self._may_write():
-                # Not ours to write; whoever becomes the writer sweeps (or is asked to).
-                self._due.clear()
-                continue
+            writer = self._may_write()
             if resync or self._sweep_requested:
-                self._sweep_requested = False
-                self._due.update(dict.fromkeys(self._translated))
+                self._sweep_requested = not writer  # the writer's part waits for this replica to write
+                self._due.update(dict.fromkeys(self._translated if writer else self._held))
+            if not writer:
+                # The writer's objects are not ours; whoever becomes the writer sweeps (or is asked to).
+                self._due = {key: None for key in self._due if key in self._held}
+                if not self._due:
+                    continue
             if await self._write_due():
                 backoff.reset()
             else:

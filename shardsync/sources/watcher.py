@@ -20,19 +20,19 @@ saying once what to install, and holds up only itself; `synced` is set once ever
 translated.
 
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
-first appears (not again while it persists), and posted as a Warning Event by one replica
-(sources.problems: the holder of a zone the object's names reach, else the writer). Writing to source
-objects (those Events, and what a kind writes itself: the crd kind's DNSEndpoint statuses, sources.status)
-is left to the replica for which `write_status()` is true, so N replicas do not post N copies. The watcher
-follows `write_status()` itself (looking every `writer_poll` seconds, from the start): when this replica
-takes office (elected coordinator at start-up, or after a failover) it posts the Events of the writer's
-problems it found while not the writer and still present (an object invalid since before any coordinator
-existed), and asks each kind to catch up on its own writes (`Translator.catch_up`: the crd kind sweeps for
-lagging statuses at once, not at its next periodic sweep).
+first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
+(those Events, and what a kind writes itself: the crd kind's DNSEndpoint statuses, sources.status) is left
+to one replica, so N replicas do not post N copies: the one holding a zone the object's names reach, else
+the one for which `write_status()` is true (sources.problems). The watcher follows `write_status()` itself
+(looking every `writer_poll` seconds, from the start): when this replica takes office (elected coordinator
+at start-up, or after a failover) it posts the Events of the writer's problems it found while not the
+writer and still present (an object invalid since before any coordinator existed), and asks each kind to
+catch up on its own writes (`Translator.catch_up`: the crd kind sweeps for lagging statuses at once, not at
+its next periodic sweep).
 
 A sharded replica lists an evictable kind's own objects knowing the zones it is about to run, and leaves
 out untranslated the objects whose names (`SourceKind.names`) reach none of them (sources.shard_cache):
-each replica translates about its share of the Services, not all of them.
+each replica translates about its share of the objects, not all of them.
 """
 
 from __future__ import annotations
@@ -182,6 +182,7 @@ class SourceWatcher:
             status_resync=self.options.status_resync,
             max_backoff=self.options.max_backoff,
             common=self.options.common,
+            holds=lambda obj: self._shard.holds_reach(kind, obj, self.options.common),
         )
         source = _Source(kind, kind.start(context))
         self._sources[kind.name] = source
@@ -265,7 +266,7 @@ class SourceWatcher:
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
                 owners = [s for s in self._readers[resource] if s.kind.resource == resource]
                 if self.options.shard_hint_wait > 0 and owners and all(s.kind.evictable for s in owners):
-                    tg.start_soon(self._stream, informer, owners)
+                    tg.start_soon(self._stream, informer, owners, waiting)
                 elif waiting:
                     tg.start_soon(
                         run_when_served,
@@ -289,7 +290,9 @@ class SourceWatcher:
         source.ready = True
         self._wake.notify()
 
-    async def _stream(self, informer: Informer, owners: list[_Source]) -> None:
+    async def _stream(
+        self, informer: Informer, owners: list[_Source], waiting: list[SourceKind[Any]]
+    ) -> None:
         """A sharded replica lists an evictable kind's own objects once it knows the zones it is about to
         run (`shard_hint`, bounded by `shard_hint_wait`) and every other resource the kind reads has listed,
         translating each page before the next is read: an object held nowhere is forgotten at once
@@ -306,7 +309,10 @@ class SourceWatcher:
         informer.on_page = self.flush
         if self._ptr is None and len(owners) == 1:  # PTR records need every object's addresses
             informer.admit = self._shard.admitter(owners[0].kind.name, self.options.common)
-        await informer.run()
+        if waiting:  # a CRD's objects: once it is served
+            await run_when_served(self.kube, informer, waiting, self.options.max_backoff, SOURCE_ERRORS.inc)
+        else:
+            await informer.run()
 
     async def _translate_loop(self) -> None:
         while True:

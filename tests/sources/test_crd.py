@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL
-from shardsync.sources.crd import dnsendpoint_endpoints
+from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
+from shardsync.sources.common import SourceOptions
+from shardsync.sources.crd import dnsendpoint_endpoints, dnsendpoint_names
 from shardsync.sources.status import observed_generation_to_write
 
 from .objects import CREATED, dnsendpoint, records
@@ -206,10 +207,13 @@ ENDPOINT = st.fixed_dictionaries(
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.lists(st.one_of(ENDPOINT, TEXT, st.none()), max_size=5), ENDPOINT, TEXT, st.none()))
 def test_any_spec_translates_without_exception(spec_endpoints: Any) -> None:
-    result = dnsendpoint_endpoints(dnsendpoint(spec_endpoints))
+    obj = dnsendpoint(spec_endpoints)
+    result = dnsendpoint_endpoints(obj)
+    names = {normalize_name(n) for n in dnsendpoint_names(obj, SourceOptions())}  # SourceKind.names
     for ep in result.endpoints:
         ep.validate()
         assert ep.labels[RESOURCE_LABEL] == "crd/default/records"
+        assert ep.dns_name in names
     given_count = len(spec_endpoints) if isinstance(spec_endpoints, list) else 0
     # Every entry is either kept (possibly merged into another) or reported.
     assert len(result.endpoints) + len(result.problems) <= max(given_count, 1)

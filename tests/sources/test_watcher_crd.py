@@ -18,6 +18,7 @@ from shardsync.sources.watcher import INVALID_REASON, WatchOptions
 from .watching import (
     GROUP,
     HOSTNAME,
+    OTHER,
     PLURAL,
     VERSION,
     ZONE,
@@ -174,3 +175,38 @@ async def test_missing_crd_holds_up_only_the_crd_source(apiserver: ApiServer) ->
         with anyio.fail_after(5):
             await h.watcher.synced.wait()
         assert metric("shardsync_source_crd_missing") == 0
+
+
+async def test_a_sharded_replica_translates_and_writes_the_statuses_of_its_own_zones_dnsendpoints(
+    apiserver: ApiServer,
+) -> None:
+    """Not the writer, and the CRD installed after it started: the DNSEndpoint of its expected zone is
+    translated and its status written by this replica (it holds the zone); the other zone's is neither
+    cached nor translated nor written here until the replica gains that zone too."""
+    options = WatchOptions(sources=("crd",), shard_hint_wait=5.0, max_backoff=0.2)
+    async with watching(
+        apiserver, options, write_status=lambda: False, restricted=True, expect=(OTHER,), wait_synced=False
+    ) as h:
+        await install_crd(h)
+        create = h.custom.create_namespaced_custom_object
+        for name, zone in (("ours", OTHER), ("theirs", ZONE)):
+            body = dnsendpoint(
+                name, {"dnsName": f"{name}.{zone}", "recordType": "A", "targets": ["192.0.2.7"]}
+            )
+            await blocking(create, GROUP, VERSION, "default", PLURAL, body)
+        with anyio.fail_after(5):
+            await h.watcher.synced.wait()
+
+        async def written(name: str) -> bool:
+            return bool(await observed_generation(h, name) == 1)
+
+        await until(lambda: written("ours"))
+        informer = h.watcher.informers["dnsendpoints"]
+        assert set(informer.cache) == {"default/ours"} and informer.forgotten == {"default/theirs"}
+        assert h.records(OTHER) == {("ours.other.org", "A"): ("192.0.2.7",)} and h.records() == {}
+        await anyio.sleep(0.3)  # time enough for a write this replica must not make
+        assert await observed_generation(h, "theirs") is None
+
+        h.desired.keep(ZONE)  # gained: read back, translated, and its status is this replica's to write
+        await until(lambda: written("theirs"))
+        assert h.records() == {("theirs.ex.com", "A"): ("192.0.2.7",)}
