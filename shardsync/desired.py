@@ -12,8 +12,10 @@ are kept too (a zone list change may place them). An object whose endpoints fall
 zones is "partial": only its slices in held zones are held. When a zone is held again, or the zone list
 changes, the partial objects it needs are handed to `on_rebuild` (the watcher translates them again from
 its caches); the zone is not `ready` until they are back, so the worker never plans it from half its
-inputs. An object whose names reach no held zone may be entered untranslated (`defer`): as touching
-the zones its names reach, rebuilt like a forgotten object when one of them is held. Keys for which
+inputs. An object whose names reach no held zone may be left untranslated (`defer`), with nothing kept
+of it: from then on a zone newly held (or every held zone, after a zone list change) waits for a sweep
+(`on_sweep`: the watcher reads such objects back, keeping those whose names reach the zone) and for the
+objects it found (`swept`). Keys for which
 `pinned(key)` is true (what the watcher cannot translate again: the PTR records it
 derives) are always kept whole.
 """
@@ -21,7 +23,7 @@ derives) are always kept whole.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from shardsync.endpoint import Endpoint, ZoneIndex
 
@@ -31,6 +33,10 @@ def _never(key: str) -> bool:
 
 
 def _ignore(keys: set[str]) -> None:
+    return None
+
+
+def _ignore_sweep(zones: dict[str, int]) -> None:
     return None
 
 
@@ -45,6 +51,12 @@ class DesiredIndex:
         self.pinned = pinned
         self.on_rebuild: Callable[[set[str]], None] = _ignore  # partial objects to translate again
         self.on_freed: Callable[[set[str]], None] = _ignore  # objects of a dropped zone now held nowhere
+        # Zones newly held that objects left untranslated (`defer`) may have records in: read them back and
+        # call `swept` (the zones wait meanwhile).
+        self.on_sweep: Callable[[dict[str, int]], None] = _ignore_sweep  # zone → the sweep's ticket
+        self._deferred = False  # some object was left untranslated: newly held zones need a sweep
+        self._sweep_of: dict[str, int] = {}  # zone → the ticket of the sweep it waits for
+        self._tickets = 0
         self._kept: set[str] = set()  # restricted: the zones the worker runs
         self._expected: set[str] = set()  # restricted: the zones the assignment gives this replica
         self._by_object: dict[str, tuple[Endpoint, ...]] = {}  # objects held whole
@@ -77,6 +89,7 @@ class DesiredIndex:
         self._kept.add(zone)
         if not held:
             self._hold(zone)
+            self._sweep({zone})
 
     def drop(self, zone: str) -> None:
         """Stop holding `zone`'s endpoints (restricted; else a no-op): they are freed, unless the zone is
@@ -102,6 +115,7 @@ class DesiredIndex:
             self._free(zone)
         for zone in added:
             self._hold(zone)
+        self._sweep(added)
 
     def _hold(self, zone: str) -> None:
         rebuild: set[str] = set()
@@ -113,12 +127,39 @@ class DesiredIndex:
                 eps = tuple(ep for ep in endpoints if self._zones.zone_of(ep.dns_name) == zone)
                 self._by_zone[zone][key] = eps
         if rebuild:
-            self._waiting[zone] = len(rebuild)
+            self._waiting[zone] = self._waiting.get(zone, 0) + len(rebuild)
             for key in rebuild:
                 self._awaited.setdefault(key, set()).add(zone)
             self.on_rebuild(rebuild)
 
+    def _sweep(self, zones: set[str]) -> None:
+        """The zones just held wait for a sweep, once objects were left untranslated."""
+        if not self._deferred or not zones:
+            return
+        self._tickets += 1
+        for zone in zones:
+            if zone not in self._sweep_of:
+                self._waiting[zone] = self._waiting.get(zone, 0) + 1
+            self._sweep_of[zone] = self._tickets  # an older sweep asked for it no longer counts
+        self.on_sweep(dict.fromkeys(zones, self._tickets))
+
+    def swept(self, zones: Mapping[str, int], keys: Iterable[str]) -> None:
+        """A sweep (`on_sweep`'s zones with their tickets) is over: `keys` were read back and are about
+        to be translated; each zone still waiting for that sweep waits for them instead."""
+        keys = set(keys)
+        for zone, ticket in zones.items():
+            if self._sweep_of.get(zone) != ticket:
+                continue  # freed meanwhile, or a newer sweep asked for
+            del self._sweep_of[zone]
+            for key in keys:
+                awaited = self._awaited.setdefault(key, set())
+                if zone not in awaited:
+                    awaited.add(zone)
+                    self._waiting[zone] += 1
+            self._count_down(zone)
+
     def _free(self, zone: str) -> None:
+        self._sweep_of.pop(zone, None)
         if self._waiting.pop(zone, None) is not None:
             for key in [k for k, zones in self._awaited.items() if zone in zones]:
                 self._arrived_in(key, zone)
@@ -162,27 +203,18 @@ class DesiredIndex:
 
     def defer(self, key: str, names: Iterable[str]) -> bool:
         """Restricted: an object whose records can only be named at or under `names` need not be translated
-        while none of the zones those fall in is held. True: it is entered as touching those zones (a zone
-        of them held later hands it to `on_rebuild`, like a forgotten object's); False: translate it (a zone
-        of it is held, a name is in no known zone, what is held is not known yet, or endpoints of it are
-        held now and only a translation replaces them)."""
+        while none of the zones those fall in is held. True: leave it untranslated; nothing is kept of it
+        here, and every zone held from now on waits for a sweep (`on_sweep`) that reads such objects back.
+        False: translate it (a zone of it is held, a name is in no known zone, what is held is not known
+        yet, or it is indexed already and only a translation replaces that)."""
         if not self.restricted or not (self._kept or self._expected) or self.pinned(key):
             return False
-        if key in self._by_object or key in self._unplaced or key in self._awaited or key in self._everywhere:
+        if key in self._zones_of or key in self._unplaced or key in self._awaited or key in self._everywhere:
             return False
-        old = self._zones_of.get(key, ())
         zones = self.reached(names)
-        if not zones or self.holds_any(zones) or self.holds_any(old):
+        if not zones or self.holds_any(zones):
             return False
-        for zone in old:
-            keys = self._keys_in.get(zone)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._keys_in[zone]
-        self._zones_of[key] = tuple(zones)
-        for zone in zones:
-            self._keys_in[zone].add(key)
+        self._deferred = True
         return True
 
     @property
@@ -223,6 +255,8 @@ class DesiredIndex:
             self._everywhere |= partial
             changed |= touched_before
             self.on_rebuild(partial)
+        # Names of objects left untranslated may fall in other zones now (a child zone added or removed).
+        self._sweep(self._kept | self._expected)
         return changed
 
     def set_object(self, key: str, endpoints: Sequence[Endpoint]) -> set[str]:

@@ -134,38 +134,47 @@ def test_expected_zones_are_held_before_the_worker_runs_them_and_gaining_them_co
     assert idx.desired("b.com") == [] and freed[-1] == {"service/ns/y"}
 
 
-def test_an_object_whose_names_reach_no_held_zone_is_deferred_until_one_is_held() -> None:
-    idx = DesiredIndex(["a.com", "b.com", "sub.b.com"], restricted=True)
-    rebuilt: list[set[str]] = []
-    idx.on_rebuild = rebuilt.append
+def test_an_object_whose_names_reach_no_held_zone_is_left_untranslated_and_swept_for() -> None:
+    idx = DesiredIndex(["a.com", "b.com", "sub.b.com", "c.com"], restricted=True)
+    sweeps: list[dict[str, int]] = []
+    idx.on_sweep = sweeps.append
     assert not idx.defer("service/ns/x", ["x.b.com"])  # nothing held or expected yet: translate it
     idx.expect(["a.com"])
+    assert sweeps == []  # nothing left untranslated yet: nothing to sweep for
     assert not idx.defer("service/ns/y", ["y.a.com"])  # its zone is held
     assert not idx.defer("service/ns/n", ["y.nowhere.net"])  # would fall in no zone
     assert not idx.defer("service/ns/e", [])  # no names: only a translation says what it has
     assert idx.defer("service/ns/x", ["x.b.com"]) and idx.defer("service/ns/s", ["b.com"])
-    assert idx.holds_nothing_of("service/ns/x") and idx.desired("b.com") == []
-    idx.keep("sub.b.com")  # lies under the name b.com: s may have records there, x may not
-    assert rebuilt == [{"service/ns/s"}] and not idx.ready("sub.b.com")
+    assert idx.zones_with_endpoints() == []  # nothing is kept of them
+    idx.keep("sub.b.com")  # may hold records of objects left untranslated: waits for a sweep
+    [sweep] = sweeps
+    assert set(sweep) == {"sub.b.com"} and not idx.ready("sub.b.com")
+    idx.swept(sweep, ["service/ns/s"])  # s's names reach it (sub.b.com lies under b.com)
+    assert not idx.ready("sub.b.com")
     idx.set_object("service/ns/s", [a("b.com")])  # translated: nothing in sub.b.com after all
     assert idx.ready("sub.b.com")
+
     idx.keep("b.com")
-    assert rebuilt[1] == {"service/ns/x", "service/ns/s"} and not idx.ready("b.com")
+    first = sweeps[-1]
+    idx.drop("b.com")
+    idx.keep("b.com")  # held again before the first sweep ended: only the newer one counts
+    second = sweeps[-1]
+    idx.swept(first, [])
+    assert not idx.ready("b.com")
+    idx.swept(second, ["service/ns/x"])
     idx.set_object("service/ns/x", [a("x.b.com")])
+    assert not idx.ready("b.com")  # s, translated with nothing held there, is read again as well
     idx.set_object("service/ns/s", [a("b.com")])
     assert idx.ready("b.com") and sorted(e.dns_name for e in idx.desired("b.com")) == ["b.com", "x.b.com"]
 
+    idx.set_zones(["a.com", "b.com", "sub.b.com", "c.com", "x.b.com"])  # names may fall elsewhere now
+    assert set(sweeps[-1]) == {"a.com", "b.com", "sub.b.com"} and not idx.ready("a.com")
 
-def test_an_object_with_held_endpoints_is_not_deferred_and_a_deferred_one_moves() -> None:
-    idx = DesiredIndex(["a.com", "b.com", "c.com"], restricted=True)
+
+def test_an_object_indexed_already_is_not_left_untranslated() -> None:
+    idx = DesiredIndex(["a.com", "b.com"], restricted=True)
     idx.expect(["a.com"])
     idx.set_object("service/ns/x", [a("x.a.com")])
     assert not idx.defer("service/ns/x", ["x.b.com"])  # only a translation takes x.a.com away
-    assert idx.defer("service/ns/y", ["y.b.com"])
-    assert idx.defer("service/ns/y", ["y.c.com"])  # its names changed: now it waits for c.com only
-    rebuilt: list[set[str]] = []
-    idx.on_rebuild = rebuilt.append
-    idx.keep("b.com")
-    assert rebuilt == [] and idx.ready("b.com")
-    idx.keep("c.com")
-    assert rebuilt == [{"service/ns/y"}]
+    idx.set_object("service/ns/z", [a("z.b.com")])  # translated, all of it elsewhere
+    assert not idx.defer("service/ns/z", ["z.b.com"])

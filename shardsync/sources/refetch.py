@@ -7,11 +7,15 @@ objects), keeping only those wanted; zones gained while a list runs wait for the
 read is put back in its informer's cache (`Informer.restore`; an object the watch delivered meanwhile is
 left as the watch has it, one gone is reported as gone) and handed to `arrived` to be translated. A failed
 read is retried with backoff.
-"""
+
+Objects left out untranslated as they were listed (`DesiredIndex.defer`: their names reached no zone held
+then) are not in the desired index at all: a sweep reads each such kind's objects once for the zones newly
+held (`sweep`), puts back those whose names reach them (`Reaches`) and reports them with the zones'
+tickets (`swept`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import anyio
@@ -21,63 +25,122 @@ from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
-from shardsync.objects import object_key
+from shardsync.objects import Obj, object_key
 
 log = get_logger(__name__)
+
+
+Reaches = Callable[[Obj, Collection[str]], bool]  # whether an object's names reach one of the zones
+Swept = Callable[[dict[str, int], dict[Informer, set[str]]], None]
+
+
+def _no_sweeps(zones: dict[str, int], found: dict[Informer, set[str]]) -> None:
+    return None
 
 
 class Refetcher:
     """See the module docstring."""
 
-    def __init__(self, kube: Kube, arrived: Callable[[Informer, set[str]], None]) -> None:
+    def __init__(
+        self, kube: Kube, arrived: Callable[[Informer, set[str]], None], swept: Swept = _no_sweeps
+    ) -> None:
         self.kube = kube
         self._arrived = arrived
+        self._swept = swept
         self._wanted: dict[Informer, set[str]] = {}
+        self._sweepers: dict[Informer, Reaches] = {}
+        self._sweeps: dict[str, int] = {}  # zone → ticket
         self._wake = Notifier()
 
     def want(self, informer: Informer, key: str) -> None:
         self._wanted.setdefault(informer, set()).add(key)
         self._wake.notify()
 
+    def sweeper(self, informer: Informer, reaches: Reaches) -> None:
+        """The informer's objects may be left out untranslated: sweeps read them back (`reaches`)."""
+        self._sweepers[informer] = reaches
+
+    def sweep(self, zones: dict[str, int]) -> None:
+        """Read back the left-out objects whose names reach these zones (zone → ticket, for `swept`)."""
+        self._sweeps.update(zones)
+        self._wake.notify()
+
     async def run(self) -> None:
         backoff = Backoff(initial=0.5, maximum=30.0)
         while True:
             ticket = self._wake.ticket()
-            if not self._wanted:
+            if not self._wanted and not self._sweeps:
                 await self._wake.wait(ticket)
                 continue
             batch, self._wanted = self._wanted, {}
+            sweeps, self._sweeps = self._sweeps, {}
             try:
                 for informer, keys in batch.items():
                     found = await self._read(informer, keys)
                     for key in keys:
                         informer.restore(key, found.get(key))
                     self._arrived(informer, keys - informer.forgotten)
+                if sweeps:
+                    await self._sweep(sweeps)
                 backoff.reset()
             except KubeError as exc:
                 for informer, keys in batch.items():  # whatever is still forgotten is wanted again
                     self._wanted.setdefault(informer, set()).update(keys & informer.forgotten)
+                self._sweeps = {**sweeps, **self._sweeps}  # a newer ticket for a zone wins
                 delay = backoff.next()
                 log.warning("reading objects again failed", status=exc.status, retry_in=f"{delay:.2f}s")
                 await anyio.sleep(delay)
+
+    async def _sweep(self, sweeps: dict[str, int]) -> None:
+        """One paged list of each sweeper's resource: the objects left out whose names reach the zones go
+        back in its cache as they are read; at the end, every object read that reaches them and is cached
+        (put back now, or delivered by the watch meanwhile) is handed to `arrived` and `swept` together,
+        so the zones wait for its translation (which may not begin before)."""
+        zones = set(sweeps)
+        reached: dict[Informer, set[str]] = {}
+        for informer, reaches in self._sweepers.items():
+            keys = reached[informer] = set()
+            token = ""
+            while True:
+                body = await self._page(informer, token)
+                for item in body.get("items") or []:
+                    if reaches(item, zones):
+                        key = object_key(item)
+                        informer.restore(key, item)
+                        keys.add(key)
+                token = self._next(informer, body)
+                del body
+                if not token:
+                    break
+        present = {informer: {k for k in keys if k in informer.cache} for informer, keys in reached.items()}
+        for informer, keys in present.items():
+            self._arrived(informer, keys)
+        self._swept(sweeps, present)
+
+    async def _page(self, informer: Informer, token: str) -> dict[str, Any]:
+        return await self.kube.list(
+            informer.resource,
+            namespace=informer.namespace,
+            label_selector=informer.label_selector,
+            field_selector=informer.field_selector,
+            limit=informer.page_size or None,  # pages as its informer lists them
+            continue_token=token,
+        )
+
+    @staticmethod
+    def _next(informer: Informer, body: dict[str, Any]) -> str:
+        return str((body.get("metadata") or {}).get("continue") or "") if informer.page_size else ""
 
     async def _read(self, informer: Informer, keys: set[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         token = ""
         while True:
-            body = await self.kube.list(
-                informer.resource,
-                namespace=informer.namespace,
-                label_selector=informer.label_selector,
-                field_selector=informer.field_selector,
-                limit=informer.page_size or None,  # pages as its informer lists them
-                continue_token=token,
-            )
+            body = await self._page(informer, token)
             for item in body.get("items") or []:
                 key = object_key(item)
                 if key in keys:
                     found[key] = item
-            token = str((body.get("metadata") or {}).get("continue") or "") if informer.page_size else ""
+            token = self._next(informer, body)
             del body
             if not token:
                 return found

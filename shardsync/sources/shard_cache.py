@@ -10,15 +10,15 @@ before this replica ran any zone), an evictable kind's object whose records all 
 forgotten (`Informer.forget`: its changes still arrive by the watch), and its translator drops what it
 keeps about it (`Translator.forget`). Before translating, an object of such a kind that the informer does
 not hold is asked for its names (`admitter`, `SourceKind.names`): when the zones they reach are known and
-none is held, it is entered in the index untranslated (`DesiredIndex.defer`) and left out of the cache.
+none is held, it is left out untranslated (`DesiredIndex.defer`; the informer keeps its key only), and a
+zone held later is swept for such objects (`on_sweep` → sources.refetch's sweep → `DesiredIndex.swept`).
 Keys no kind here can translate again
 (the PTR records the watcher derives) are kept whole by the index (`pinned`).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -52,9 +52,10 @@ class ShardCaches:
         self._kinds = kinds
         self._queue = queue
         self._names = {informer: name for name, (_, informer) in kinds.items()}
-        self._refetch = Refetcher(kube, self._refetched)
+        self._refetch = Refetcher(kube, self._refetched, self._swept)
         desired.on_rebuild = self._rebuild
         desired.on_freed = self._freed
+        desired.on_sweep = self._refetch.sweep
         desired.pinned = lambda key: key.partition("/")[0] not in kinds
 
     async def run(self) -> None:
@@ -66,16 +67,22 @@ class ShardCaches:
         """What the informer of kind `name`'s own objects asks of an object it lists or watches and does
         not cache (`Informer.admit`): False, leaving it out untranslated, when the zones its names reach
         (`SourceKind.names`) are known and none is held (`DesiredIndex.defer`)."""
-        kind = self._kinds[name][0]
+        kind, informer = self._kinds[name]
         names_of = kind.names
         if not kind.evictable or names_of is None:
             return None
-        defer = self.desired.defer
+        desired = self.desired
 
         def admit(key: str, obj: Obj) -> bool:
             names = names_of(obj, common)
-            return names is None or not defer(sys.intern(f"{name}/{key}"), names)
+            return names is None or not desired.defer(f"{name}/{key}", names)
 
+        def reaches(obj: Obj, zones: Collection[str]) -> bool:
+            names = names_of(obj, common)
+            reached = None if names is None else desired.reached(names)
+            return reached is None or not reached.isdisjoint(zones)
+
+        self._refetch.sweeper(informer, reaches)
         return admit
 
     def holds_reach(self, kind: SourceKind[Any], obj: Obj, common: SourceOptions) -> bool | None:
@@ -113,6 +120,10 @@ class ShardCaches:
 
     def _refetched(self, informer: Informer, keys: set[str]) -> None:
         self._queue(self._names[informer], keys)
+
+    def _swept(self, zones: dict[str, int], found: dict[Informer, set[str]]) -> None:
+        keys = [f"{self._names[informer]}/{key}" for informer, cached in found.items() for key in cached]
+        self.desired.swept(zones, keys)
 
     def _freed(self, keys: set[str]) -> None:
         for key in keys:

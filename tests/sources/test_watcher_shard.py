@@ -20,7 +20,7 @@ from shardsync.sources.watcher import WatchOptions
 from tests.kubeclient import raw_body
 from tests.waits import eventually
 
-from .watching import HOSTNAME, OTHER, ZONE, blocking, until, watching
+from .watching import HOSTNAME, OTHER, TARGET, ZONE, blocking, until, watching
 from .watching import service as service_object
 
 pytestmark = pytest.mark.anyio
@@ -85,6 +85,32 @@ async def test_objects_of_zones_not_expected_are_left_untranslated_and_read_back
         await eventually(lambda: h.desired.ready(ZONE))
         assert sorted(translated) == sorted(f"s{i}" for i in range(1, 12, 2))
         assert len(h.records()) == 6 and set(services.cache) == ours | theirs
+
+
+async def test_objects_left_out_change_come_and_go_by_the_watch_and_a_gained_zone_is_swept_for_them(
+    apiserver: ApiServer,
+) -> None:
+    _seed(apiserver, 4)  # s0, s2 in OTHER (expected here); s1, s3 in ZONE
+    options = WatchOptions(shard_hint_wait=5.0)
+    async with watching(apiserver, options, restricted=True, expect=(OTHER,)) as h:
+        services = h.watcher.informers["services"]
+        assert services.forgotten == {"default/s1", "default/s3"}
+        added = service_object("late", {HOSTNAME: f"late.{ZONE}"}, externalIPs=["192.0.2.50"])
+        await blocking(h.core.create_namespaced_service, "default", raw_body(client.V1Service, added))
+        patch = {"metadata": {"annotations": {TARGET: "192.0.2.77"}}}
+        await blocking(h.core.patch_namespaced_service, "s1", "default", patch)
+        await blocking(h.core.delete_namespaced_service, "s3", "default")
+        await eventually(lambda: services.forgotten == {"default/s1", "default/late"})
+        assert set(services.cache) == {"default/s0", "default/s2"} and h.records() == {}
+
+        h.desired.keep(ZONE)  # a sweep reads back what now reaches it: the changed one as it is now
+        assert not h.desired.ready(ZONE)
+        await eventually(lambda: h.desired.ready(ZONE))
+        assert h.records() == {
+            ("s1.ex.com", "A"): ("192.0.2.77",),
+            ("late.ex.com", "A"): ("192.0.2.50",),
+        }
+        assert not services.forgotten
 
 
 async def test_problems_are_posted_by_the_replica_holding_the_zone_the_names_reach(
