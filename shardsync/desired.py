@@ -54,7 +54,9 @@ class DesiredIndex:
         # Zones newly held that objects left untranslated (`defer`) may have records in: read them back and
         # call `swept` (the zones wait meanwhile).
         self.on_sweep: Callable[[dict[str, int]], None] = _ignore_sweep  # zone → the sweep's ticket
-        self._deferred = False  # some object was left untranslated: newly held zones need a sweep
+        # Zones the names of objects left untranslated reach (not counted down: nothing is kept per object):
+        # such a zone newly held needs a sweep; a sweep's end takes it out.
+        self._deferred: set[str] = set()
         self._sweep_of: dict[str, int] = {}  # zone → the ticket of the sweep it waits for
         self._tickets = 0
         self._kept: set[str] = set()  # restricted: the zones the worker runs
@@ -133,8 +135,9 @@ class DesiredIndex:
             self.on_rebuild(rebuild)
 
     def _sweep(self, zones: set[str]) -> None:
-        """The zones just held wait for a sweep, once objects were left untranslated."""
-        if not self._deferred or not zones:
+        """The zones just held that objects left untranslated may reach wait for a sweep."""
+        zones = zones & self._deferred
+        if not zones:
             return
         self._tickets += 1
         for zone in zones:
@@ -151,6 +154,7 @@ class DesiredIndex:
             if self._sweep_of.get(zone) != ticket:
                 continue  # freed meanwhile, or a newer sweep asked for
             del self._sweep_of[zone]
+            self._deferred.discard(zone)  # held: nothing reaching it is left untranslated any more
             for key in keys:
                 awaited = self._awaited.setdefault(key, set())
                 if zone not in awaited:
@@ -214,7 +218,7 @@ class DesiredIndex:
         zones = self.reached(names)
         if not zones or self.holds_any(zones):
             return False
-        self._deferred = True
+        self._deferred.update(zones)
         return True
 
     @property
@@ -256,7 +260,9 @@ class DesiredIndex:
             changed |= touched_before
             self.on_rebuild(partial)
         # Names of objects left untranslated may fall in other zones now (a child zone added or removed).
-        self._sweep(self._kept | self._expected)
+        if self._deferred:
+            self._deferred |= self._kept | self._expected
+            self._sweep(self._kept | self._expected)
         return changed
 
     def set_object(self, key: str, endpoints: Sequence[Endpoint]) -> set[str]:

@@ -154,6 +154,9 @@ def test_an_object_whose_names_reach_no_held_zone_is_left_untranslated_and_swept
     idx.set_object("service/ns/s", [a("b.com")])  # translated: nothing in sub.b.com after all
     assert idx.ready("sub.b.com")
 
+    idx.keep("c.com")  # nothing left untranslated reaches it: no sweep
+    assert len(sweeps) == 1 and idx.ready("c.com")
+    idx.drop("c.com")
     idx.keep("b.com")
     first = sweeps[-1]
     idx.drop("b.com")
@@ -167,7 +170,11 @@ def test_an_object_whose_names_reach_no_held_zone_is_left_untranslated_and_swept
     idx.set_object("service/ns/s", [a("b.com")])
     assert idx.ready("b.com") and sorted(e.dns_name for e in idx.desired("b.com")) == ["b.com", "x.b.com"]
 
-    idx.set_zones(["a.com", "b.com", "sub.b.com", "c.com", "x.b.com"])  # names may fall elsewhere now
+    swept = len(sweeps)
+    idx.set_zones(["a.com", "b.com", "sub.b.com", "c.com", "new.a.com"])
+    assert len(sweeps) == swept  # every object left untranslated has been read back: nothing to sweep
+    assert idx.defer("service/ns/c", ["c.c.com"])
+    idx.set_zones(["a.com", "b.com", "sub.b.com", "c.com"])  # its names may fall in a held zone now
     assert set(sweeps[-1]) == {"a.com", "b.com", "sub.b.com"} and not idx.ready("a.com")
 
 
