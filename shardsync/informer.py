@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -69,6 +69,10 @@ class Informer:
     cache: MutableMapping[str, dict[str, Any]] = field(init=False, repr=False)
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
+    # While a sweep reads the resource again (`sweeping`), the keys the watch changed meanwhile: what the
+    # sweep read of them may be older than what the watch delivered, so `restore` refuses them.
+    _sweeps: int = field(default=0, init=False, repr=False)
+    _touched: set[str] = field(default_factory=set, init=False, repr=False)
     synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -114,6 +118,8 @@ class Informer:
             for item in items:
                 key = object_key(item)
                 seen.add(key)
+                if self._sweeps:
+                    self._touched.add(key)
                 before = cache.get(key)
                 if before is not None and resource_version(before) == resource_version(item):
                     continue
@@ -147,10 +153,21 @@ class Informer:
             del self.cache[key]
             self.forgotten.add(key)
 
+    @contextlib.contextmanager
+    def sweeping(self) -> Iterator[None]:
+        """Around a read of the resource whose objects are then `restore`d (see `_touched`)."""
+        self._sweeps += 1
+        try:
+            yield
+        finally:
+            self._sweeps -= 1
+            if not self._sweeps:
+                self._touched.clear()
+
     def restore(self, key: str, obj: dict[str, Any] | None) -> bool:
         """Put a forgotten object back (as read with a GET; None: it is gone); False when the watch
-        delivered it meanwhile (the cache holds the newer one)."""
-        if key not in self.forgotten:
+        delivered it meanwhile (the cache holds the newer one, or it was left out again)."""
+        if key not in self.forgotten or key in self._touched:
             return False
         self.forgotten.discard(key)
         if obj is not None:
@@ -164,6 +181,8 @@ class Informer:
         if etype == "BOOKMARK":
             return
         key = object_key(obj)
+        if self._sweeps:
+            self._touched.add(key)
         if etype == "DELETED":
             before = self.cache.pop(key, None)
             if before is not None or key in self.forgotten:

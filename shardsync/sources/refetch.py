@@ -101,17 +101,18 @@ class Refetcher:
         for informer, reaches in self._sweepers.items():
             keys = reached[informer] = set()
             token = ""
-            while True:
-                body = await self._page(informer, token)
-                for item in body.get("items") or []:
-                    if reaches(item, zones):
-                        key = object_key(item)
-                        informer.restore(key, item)
-                        keys.add(key)
-                token = self._next(informer, body)
-                del body
-                if not token:
-                    break
+            with informer.sweeping():
+                while True:
+                    body = await self._page(informer, token)
+                    for item in body.get("items") or []:
+                        if reaches(item, zones):
+                            key = object_key(item)
+                            informer.restore(key, item)
+                            keys.add(key)
+                    token = self._next(informer, body)
+                    del body
+                    if not token:
+                        break
         present = {informer: {k for k in keys if k in informer.cache} for informer, keys in reached.items()}
         for informer, keys in present.items():
             self._arrived(informer, keys)
