@@ -63,8 +63,9 @@ class Informer:
     # start-up together.
     list_slots: anyio.CapacityLimiter | None = None
     # Asked of an object as listed or watched (whole, before `project`) when its key is not cached: False
-    # leaves it out, forgotten (see forget) without a report. A sharded replica leaves out the objects of
-    # other replicas' zones this way (sources.shard_cache).
+    # leaves it out, unreported and untracked (not even as forgotten: a sweep puts such objects back,
+    # `put_back`). A sharded replica leaves out the objects of other replicas' zones this way
+    # (sources.shard_cache).
     admit: Callable[[str, dict[str, Any]], bool] | None = None
     cache: MutableMapping[str, dict[str, Any]] = field(init=False, repr=False)
     resource_version: str = field(default="", init=False)
@@ -124,7 +125,6 @@ class Informer:
                 if before is not None and resource_version(before) == resource_version(item):
                     continue
                 if before is None and admit is not None and not admit(key, item):
-                    self.forgotten.add(key)
                     continue
                 obj = item if project is None else project(item)
                 cache[key] = obj
@@ -164,9 +164,18 @@ class Informer:
             if not self._sweeps:
                 self._touched.clear()
 
+    def put_back(self, key: str, obj: dict[str, Any]) -> bool:
+        """Cache an object a sweep read (see `admit`); False when it is cached already or the watch
+        changed it while the sweep read (`sweeping`): the watch's is newer, or it is gone."""
+        if key in self.cache or key in self._touched:
+            return False
+        self.forgotten.discard(key)
+        self.cache[key] = obj if self.project is None else self.project(obj)
+        return True
+
     def restore(self, key: str, obj: dict[str, Any] | None) -> bool:
         """Put a forgotten object back (as read with a GET; None: it is gone); False when the watch
-        delivered it meanwhile (the cache holds the newer one, or it was left out again)."""
+        delivered it meanwhile (the cache holds the newer one, or it was left out)."""
         if key not in self.forgotten or key in self._touched:
             return False
         self.forgotten.discard(key)
@@ -191,7 +200,6 @@ class Informer:
         else:
             before = self.cache.get(key)
             if before is None and self.admit is not None and not self.admit(key, obj):
-                self.forgotten.add(key)
                 return
             self.forgotten.discard(key)
             if self.project is not None:

@@ -64,7 +64,7 @@ async def test_cache_follows_creates_updates_deletes(apiserver: ApiServer, packe
     assert time.monotonic() - started < 2.0
 
 
-async def test_objects_not_admitted_are_left_out_forgotten_and_their_deletion_reported(
+async def test_objects_not_admitted_are_left_out_unreported_and_untracked(
     apiserver: ApiServer,
 ) -> None:
     kube = Kube(load_api_client(str(apiserver.kubeconfig)))
@@ -88,18 +88,18 @@ async def test_objects_not_admitted_are_left_out_forgotten_and_their_deletion_re
         tg.start_soon(informer.run)
         with anyio.fail_after(5):
             await informer.synced.wait()
-        assert set(informer.cache) == {"default/ours"} and informer.forgotten == {"default/theirs"}
+        assert set(informer.cache) == {"default/ours"} and not informer.forgotten
         assert changes == [("default/ours", False, True)]  # the one left out is not reported
         await kube.patch(LEASES, "theirs", {"metadata": {"labels": {"v": "2"}}}, namespace="default")
         await kube.patch(LEASES, "ours", {"spec": {"holderIdentity": "other"}}, namespace="default")
         await eventually(lambda: len(changes) == 2)
         # a cached object is no longer asked: only a translation may take its records away
         assert changes[1] == ("default/ours", True, True) and asked.count("default/ours") == 1
-        assert asked.count("default/theirs") == 2 and informer.forgotten == {"default/theirs"}
+        assert asked.count("default/theirs") == 2 and "default/theirs" not in informer.cache
         await kube.patch(LEASES, "theirs", {"spec": {"holderIdentity": "me"}}, namespace="default")
         await eventually(lambda: len(changes) == 3)
-        assert changes[2] == ("default/theirs", False, True) and not informer.forgotten
-        informer.forget("default/theirs")
+        assert changes[2] == ("default/theirs", False, True) and "default/theirs" in informer.cache
+        informer.forget("default/theirs")  # forgotten (not left out): its deletion is still reported
         await kube.delete(LEASES, "theirs", namespace="default")
         await eventually(lambda: len(changes) == 4)
         assert changes[3] == ("default/theirs", False, False) and not informer.forgotten
@@ -191,9 +191,9 @@ async def test_informers_sharing_list_slots_read_one_page_at_a_time(shared: bool
     assert kube.most == (1 if shared else 3)
 
 
-def test_a_sweep_restores_nothing_the_watch_changed_while_it_read() -> None:
+def test_a_sweep_puts_back_nothing_the_watch_changed_while_it_read() -> None:
     """What a sweep read may be older than what the watch delivered meanwhile: an object left out again,
-    or gone, is not put back from the sweep's copy; once the sweep is over, restoring works as before."""
+    or gone, is not put back from the sweep's copy; once the sweep is over, putting back works again."""
     informer = Informer(None, LEASES, admit=lambda key, obj: obj["spec"]["holderIdentity"] == "me")  # type: ignore[arg-type]
     old = {
         "metadata": {"name": "x", "namespace": "default", "resourceVersion": "1"},
@@ -204,11 +204,12 @@ def test_a_sweep_restores_nothing_the_watch_changed_while_it_read() -> None:
         "spec": {"holderIdentity": "b"},
     }
     informer._handle("ADDED", new)  # left out
-    assert informer.forgotten == {"default/x"}
+    assert not informer.cache and not informer.forgotten
     with informer.sweeping():
         informer._handle("MODIFIED", new)  # delivered while the sweep read an older copy
-        assert not informer.restore("default/x", old)
-    assert "default/x" not in informer.cache and informer.forgotten == {"default/x"}
+        assert not informer.put_back("default/x", old)
+    assert not informer.cache
     with informer.sweeping():
-        assert informer.restore("default/x", new)
-    assert informer.cache["default/x"]["spec"]["holderIdentity"] == "b" and not informer.forgotten
+        assert informer.put_back("default/x", new)
+        assert not informer.put_back("default/x", old)  # cached already
+    assert informer.cache["default/x"]["spec"]["holderIdentity"] == "b"

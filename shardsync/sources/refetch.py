@@ -107,7 +107,7 @@ class Refetcher:
                     for item in body.get("items") or []:
                         if reaches(item, zones):
                             key = object_key(item)
-                            informer.restore(key, item)
+                            informer.put_back(key, item)
                             keys.add(key)
                     token = self._next(informer, body)
                     del body

@@ -10,7 +10,7 @@ before this replica ran any zone), an evictable kind's object whose records all 
 forgotten (`Informer.forget`: its changes still arrive by the watch), and its translator drops what it
 keeps about it (`Translator.forget`). Before translating, an object of such a kind that the informer does
 not hold is asked for its names (`admitter`, `SourceKind.names`): when the zones they reach are known and
-none is held, it is left out untranslated (`DesiredIndex.defer`; the informer keeps its key only), and a
+none is held, it is left out untranslated (`DesiredIndex.defer`; the informer keeps nothing of it), and a
 zone held later is swept for such objects (`on_sweep` → sources.refetch's sweep → `DesiredIndex.swept`).
 Keys no kind here can translate again
 (the PTR records the watcher derives) are kept whole by the index (`pinned`).
