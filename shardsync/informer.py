@@ -71,7 +71,7 @@ class Informer:
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
     # While a sweep reads the resource again (`sweeping`), the keys the watch changed meanwhile: what the
-    # sweep read of them may be older than what the watch delivered, so `restore` refuses them.
+    # sweep read of them may be older than what the watch delivered, so `put_back` and `restore` refuse them.
     _sweeps: int = field(default=0, init=False, repr=False)
     _touched: set[str] = field(default_factory=set, init=False, repr=False)
     synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)

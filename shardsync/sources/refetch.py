@@ -15,7 +15,7 @@ tickets (`swept`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
 import anyio
@@ -100,48 +100,37 @@ class Refetcher:
         reached: dict[Informer, set[str]] = {}
         for informer, reaches in self._sweepers.items():
             keys = reached[informer] = set()
-            token = ""
             with informer.sweeping():
-                while True:
-                    body = await self._page(informer, token)
-                    for item in body.get("items") or []:
-                        if reaches(item, zones):
-                            key = object_key(item)
-                            informer.put_back(key, item)
-                            keys.add(key)
-                    token = self._next(informer, body)
-                    del body
-                    if not token:
-                        break
+                async for item in self._items(informer):
+                    if reaches(item, zones):
+                        key = object_key(item)
+                        informer.put_back(key, item)
+                        keys.add(key)
         present = {informer: {k for k in keys if k in informer.cache} for informer, keys in reached.items()}
         for informer, keys in present.items():
             self._arrived(informer, keys)
         self._swept(sweeps, present)
 
-    async def _page(self, informer: Informer, token: str) -> dict[str, Any]:
-        return await self.kube.list(
-            informer.resource,
-            namespace=informer.namespace,
-            label_selector=informer.label_selector,
-            field_selector=informer.field_selector,
-            limit=informer.page_size or None,  # pages as its informer lists them
-            continue_token=token,
-        )
-
-    @staticmethod
-    def _next(informer: Informer, body: dict[str, Any]) -> str:
-        return str((body.get("metadata") or {}).get("continue") or "") if informer.page_size else ""
-
-    async def _read(self, informer: Informer, keys: set[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    async def _items(self, informer: Informer) -> AsyncIterator[dict[str, Any]]:
+        """Every object of the informer's resource, by one paged list as its informer pages it: a page's
+        objects are dropped once the next page is asked for."""
         token = ""
         while True:
-            body = await self._page(informer, token)
-            for item in body.get("items") or []:
-                key = object_key(item)
-                if key in keys:
-                    found[key] = item
-            token = self._next(informer, body)
+            body = await self.kube.list(
+                informer.resource,
+                namespace=informer.namespace,
+                label_selector=informer.label_selector,
+                field_selector=informer.field_selector,
+                limit=informer.page_size or None,
+                continue_token=token,
+            )
+            token = str((body.get("metadata") or {}).get("continue") or "") if informer.page_size else ""
+            items = body.get("items") or []
             del body
+            for item in items:
+                yield item
             if not token:
-                return found
+                return
+
+    async def _read(self, informer: Informer, keys: set[str]) -> dict[str, dict[str, Any]]:
+        return {key: item async for item in self._items(informer) if (key := object_key(item)) in keys}
