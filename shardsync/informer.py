@@ -67,6 +67,7 @@ class Informer:
     # `put_back`). A sharded replica leaves out the objects of other replicas' zones this way
     # (sources.shard_cache).
     admit: Callable[[str, dict[str, Any]], bool] | None = None
+    left_out: bool = field(default=False, init=False)  # `admit` has said False at least once
     cache: MutableMapping[str, dict[str, Any]] = field(init=False, repr=False)
     resource_version: str = field(default="", init=False)
     forgotten: set[str] = field(default_factory=set, init=False, repr=False)  # see forget()
@@ -125,6 +126,7 @@ class Informer:
                 if before is not None and resource_version(before) == resource_version(item):
                     continue
                 if before is None and admit is not None and not admit(key, item):
+                    self.left_out = True
                     continue
                 obj = item if project is None else project(item)
                 cache[key] = obj
@@ -164,14 +166,25 @@ class Informer:
             if not self._sweeps:
                 self._touched.clear()
 
-    def put_back(self, key: str, obj: dict[str, Any]) -> bool:
-        """Cache an object a sweep read (see `admit`); False when it is cached already or the watch
-        changed it while the sweep read (`sweeping`): the watch's is newer, or it is gone."""
+    def put_back(self, key: str, obj: dict[str, Any], *, report: bool = False) -> bool:
+        """Cache an object a sweep read (see `admit`), reported as added when `report`; False when it is
+        cached already or the watch changed it while the sweep read (`sweeping`): the watch's is newer,
+        or it is gone."""
         if key in self.cache or key in self._touched:
             return False
         self.forgotten.discard(key)
-        self.cache[key] = obj if self.project is None else self.project(obj)
+        kept = self.cache[key] = obj if self.project is None else self.project(obj)
+        if report:
+            self._emit(key, None, kept)
         return True
+
+    def drop(self, key: str) -> None:
+        """Stop keeping `key`'s object, reported as deleted, as if `admit` had left it out: its changes
+        are asked of `admit` again, and a sweep may put it back."""
+        before = self.cache.pop(key, None)
+        if before is not None:
+            self.left_out = True
+            self._emit(key, before, None)
 
     def restore(self, key: str, obj: dict[str, Any] | None) -> bool:
         """Put a forgotten object back (as read with a GET; None: it is gone); False when the watch
@@ -200,6 +213,7 @@ class Informer:
         else:
             before = self.cache.get(key)
             if before is None and self.admit is not None and not self.admit(key, obj):
+                self.left_out = True
                 return
             self.forgotten.discard(key)
             if self.project is not None:

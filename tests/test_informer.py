@@ -213,3 +213,50 @@ def test_a_sweep_puts_back_nothing_the_watch_changed_while_it_read() -> None:
         assert informer.put_back("default/x", new)
         assert not informer.put_back("default/x", old)  # cached already
     assert informer.cache["default/x"]["spec"]["holderIdentity"] == "b"
+
+
+def _informer(changes: list[tuple[str, Any, Any]], admit: bool) -> Informer:
+    return Informer(
+        None,  # type: ignore[arg-type]
+        LEASES,
+        admit=(lambda key, obj: obj["spec"]["holderIdentity"] == "me") if admit else None,
+        on_change=lambda key, old, new: changes.append((key, old, new)),
+    )
+
+
+def _lease(name: str, holder: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "default", "resourceVersion": "1"},
+        "spec": {"holderIdentity": holder},
+    }
+
+
+def test_left_out_says_whether_admit_ever_refused_and_a_reported_put_back_is_an_add() -> None:
+    changes: list[tuple[str, Any, Any]] = []
+    informer = _informer(changes, admit=True)
+    mine, other = _lease("a", "me"), _lease("b", "b")
+    informer._handle("ADDED", mine)
+    left_out = [informer.left_out]
+    informer._handle("ADDED", other)
+    left_out.append(informer.left_out)
+    assert left_out == [False, True] and changes == [("default/a", None, mine)]
+    assert "default/b" not in informer.cache
+    assert informer.put_back("default/b", other, report=True)  # read back (sources.refetch's load)
+    assert changes[-1] == ("default/b", None, other) and informer.cache["default/b"] == other
+
+
+def test_drop_reports_a_deletion_keeps_nothing_and_counts_as_left_out() -> None:
+    changes: list[tuple[str, Any, Any]] = []
+    informer = _informer(changes, admit=False)
+    mine = _lease("a", "me")
+    informer._handle("ADDED", mine)
+    before = informer.left_out
+    informer.drop("default/a")
+    assert changes[-1] == ("default/a", mine, None) and not informer.cache and not informer.forgotten
+    assert (before, informer.left_out) == (
+        False,
+        True,
+    )  # what was dropped may be wanted again: read backs are needed from now on
+    informer.drop("default/a")  # not kept: nothing to say
+    informer._handle("DELETED", mine)  # nor tracked: its deletion says nothing either
+    assert len(changes) == 2

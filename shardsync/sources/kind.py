@@ -42,6 +42,13 @@ class SourceContext(Generic[OptionsT]):
     # Whether this replica holds a zone an object's names reach (True/False), or None when that does not
     # decide who writes to it (not sharded, or its names do not tell): see sources.problems.
     holds: Callable[[Obj], bool | None] = lambda obj: None
+    # Read back the objects of a related resource (in a namespace, by a labelSelector) that its informer
+    # left out (`Translator.admits`) and call `then` once they are cached and reported; False, calling
+    # nothing, when the informer has left nothing out (sources.shard_cache).
+    read_back: Callable[[Resource, str, str, Callable[[], None]], bool] = (
+        lambda resource, namespace, selector, then: False
+    )
+    retranslate: Callable[[Iterable[str]], None] = lambda keys: None  # queue own objects' keys again
 
 
 class Translator:
@@ -56,6 +63,18 @@ class Translator:
         """A related object changed (`old` None: added, `new` None: deleted): the cache keys of the kind's
         own objects to translate again."""
         return ()
+
+    def listed(self, key: str, obj: Obj | None) -> None:
+        """An object of the kind's own resource was cached or changed (`obj` None: gone), before its
+        translation; called only while a related resource is kept by `admits`."""
+        return None
+
+    def admits(self, resource: Resource, key: str, obj: Obj) -> bool:
+        """Whether the translator may read this object of a related resource it reads only by key
+        (`SourceKind.read_by_key`): a sharded replica keeps only those (sources.watcher). It is asked of
+        objects as listed or watched, whole; once False, the kind's own objects that come to read it
+        wait (`SourceContext.read_back`, answering `NOT_YET`) until it is read back."""
+        return True
 
     def forget(self, key: str) -> None:
         """A sharded replica dropped the object at `key` from its cache (sources.shard_cache): drop what

@@ -11,7 +11,13 @@ read is retried with backoff.
 Objects left out untranslated as they were listed (`DesiredIndex.defer`: their names reached no zone held
 then) are not in the desired index at all: a sweep reads each such kind's objects once for the zones newly
 held (`sweep`), puts back those whose names reach them (`Reaches`) and reports them with the zones'
-tickets (`swept`)."""
+tickets (`swept`).
+
+Related objects an informer left out (`Informer.admit`: the Pods of Services another replica runs) are
+read back on request (`load`: a namespace and a labelSelector, the Pods of one Service): by one list per
+request, or by one paged list of the whole resource when many are asked at once (a gained zone's
+Services). What the informer now admits is put back and reported as added, then each request's `then`
+is called."""
 
 from __future__ import annotations
 
@@ -32,6 +38,9 @@ log = get_logger(__name__)
 
 Reaches = Callable[[Obj, Collection[str]], bool]  # whether an object's names reach one of the zones
 Swept = Callable[[dict[str, int], dict[Informer, set[str]]], None]
+Loads = dict[Informer, dict[tuple[str, str], list[Callable[[], None]]]]  # (namespace, selector) → thens
+
+LOAD_BATCH = 8  # more requests than this for one resource at once: one list of all its objects instead
 
 
 def _no_sweeps(zones: dict[str, int], found: dict[Informer, set[str]]) -> None:
@@ -50,6 +59,7 @@ class Refetcher:
         self._wanted: dict[Informer, set[str]] = {}
         self._sweepers: dict[Informer, Reaches] = {}
         self._sweeps: dict[str, int] = {}  # zone → ticket
+        self._loads: Loads = {}
         self._wake = Notifier()
 
     def want(self, informer: Informer, key: str) -> None:
@@ -60,6 +70,12 @@ class Refetcher:
         """The informer's objects may be left out untranslated: sweeps read them back (`reaches`)."""
         self._sweepers[informer] = reaches
 
+    def load(self, informer: Informer, namespace: str, selector: str, then: Callable[[], None]) -> None:
+        """Read back what the informer now admits of the objects in `namespace` matching `selector`; call
+        `then` once they are cached (later, never from within this call)."""
+        self._loads.setdefault(informer, {}).setdefault((namespace, selector), []).append(then)
+        self._wake.notify()
+
     def sweep(self, zones: dict[str, int]) -> None:
         """Read back the left-out objects whose names reach these zones (zone → ticket, for `swept`)."""
         self._sweeps.update(zones)
@@ -69,12 +85,15 @@ class Refetcher:
         backoff = Backoff(initial=0.5, maximum=30.0)
         while True:
             ticket = self._wake.ticket()
-            if not self._wanted and not self._sweeps:
+            if not self._wanted and not self._sweeps and not self._loads:
                 await self._wake.wait(ticket)
                 continue
             batch, self._wanted = self._wanted, {}
             sweeps, self._sweeps = self._sweeps, {}
+            loads, self._loads = self._loads, {}
             try:
+                for informer, asked in loads.items():
+                    await self._load(informer, asked)
                 for informer, keys in batch.items():
                     found = await self._read(informer, keys)
                     for key in keys:
@@ -87,6 +106,10 @@ class Refetcher:
                 for informer, keys in batch.items():  # whatever is still forgotten is wanted again
                     self._wanted.setdefault(informer, set()).update(keys & informer.forgotten)
                 self._sweeps = {**sweeps, **self._sweeps}  # a newer ticket for a zone wins
+                for informer, asked in loads.items():
+                    for request, thens in asked.items():
+                        if thens:  # not yet read (each read's requests are emptied once done)
+                            self._loads.setdefault(informer, {}).setdefault(request, []).extend(thens)
                 delay = backoff.next()
                 log.warning("reading objects again failed", status=exc.status, retry_in=f"{delay:.2f}s")
                 await anyio.sleep(delay)
@@ -111,15 +134,37 @@ class Refetcher:
             self._arrived(informer, keys)
         self._swept(sweeps, present)
 
-    async def _items(self, informer: Informer) -> AsyncIterator[dict[str, Any]]:
-        """Every object of the informer's resource, by one paged list as its informer pages it: a page's
-        objects are dropped once the next page is asked for."""
+    async def _load(self, informer: Informer, asked: dict[tuple[str, str], list[Callable[[], None]]]) -> None:
+        """Put back what the informer admits of the objects `asked` names, then call their `then`s."""
+        admit = informer.admit
+        whole = len(asked) > LOAD_BATCH
+        requests = [("", "")] if whole else list(asked)
+        with informer.sweeping():
+            for namespace, selector in requests:
+                async for item in self._items(informer, namespace, selector):
+                    key = object_key(item)
+                    if key not in informer.cache and (admit is None or admit(key, item)):
+                        informer.put_back(key, item, report=True)
+                if not whole:
+                    for then in asked.pop((namespace, selector)):
+                        then()
+        for thens in asked.values():
+            for then in thens:
+                then()
+        asked.clear()
+
+    async def _items(
+        self, informer: Informer, namespace: str = "", selector: str = ""
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every object of the informer's resource (within `namespace`, matching `selector` as well), by
+        one paged list as its informer pages it: a page's objects are dropped once the next page is asked
+        for."""
         token = ""
         while True:
             body = await self.kube.list(
                 informer.resource,
-                namespace=informer.namespace,
-                label_selector=informer.label_selector,
+                namespace=namespace or informer.namespace,
+                label_selector=",".join(s for s in (informer.label_selector, selector) if s),
                 field_selector=informer.field_selector,
                 limit=informer.page_size or None,
                 continue_token=token,

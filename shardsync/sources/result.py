@@ -49,6 +49,12 @@ class SourceResult:
     problems: list[Problem] = field(default_factory=list)
 
 
+# What a translator answers when the object's inputs are still being read (a sharded replica reads back
+# the Pods a Service gained by a new selector first): its endpoints stay as they were, and it is
+# translated again once they are in (compared by identity).
+NOT_YET = SourceResult()
+
+
 # --- building endpoints --------------------------------------------------------------------------------
 
 

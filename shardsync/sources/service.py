@@ -30,10 +30,8 @@ its flags, what it watches, and its translator in a watcher (`ServiceTranslator`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from shardsync.flags import ConfigError, FlagGroup, mirrored
 from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
@@ -41,8 +39,16 @@ from shardsync.sources import projections
 from shardsync.sources import service_nodeport as nodeport
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
-from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
-from shardsync.sources.service_inputs import ServiceDependencies, ServiceInputs, slice_service
+from shardsync.sources.read_backs import ReadBacks
+from shardsync.sources.result import NOT_YET, EndpointSet, Problem, SourceResult, suitable_type
+from shardsync.sources.service_inputs import (
+    SERVICE_NAME_LABEL,
+    ServiceDependencies,
+    ServiceInputs,
+    slice_service,
+)
+from shardsync.sources.service_options import FLAGS as FLAGS  # the kind's flags and options, as other kinds'
+from shardsync.sources.service_options import ServiceOptions as ServiceOptions
 
 SERVICES = Resource("", "v1", "services", "Service")
 ENDPOINT_SLICES = Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice")
@@ -51,42 +57,7 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 
 Obj = Mapping[str, Any]
 
-SERVICE_TYPES = frozenset({"ClusterIP", "NodePort", "LoadBalancer", "ExternalName"})
 FQDN_TEMPLATE_FIELD = "metadata (--fqdn-template)"  # where a problem with a templated name is reported
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceOptions:
-    """The service source's options, named after external-dns's flags (`FLAGS`); the defaults are
-    external-dns's."""
-
-    # --publish-internal-services: ClusterIP Services publish their cluster IP for `hostname` too.
-    publish_internal: bool = False
-    # --publish-host-ip: headless Services publish each pod's status.hostIP instead of its own IP.
-    publish_host_ip: bool = False
-    # --always-publish-not-ready-addresses: as if every headless Service set publishNotReadyAddresses.
-    always_publish_not_ready_addresses: bool = False
-    # --expose-internal-ipv6: NodePort Services and headless `endpoints-type: NodeExternalIP` add the
-    # nodes' IPv6 InternalIPs to their ExternalIPs.
-    expose_internal_ipv6: bool = False
-    # --exclude-unschedulable: NodePort Services leave out nodes with spec.unschedulable.
-    exclude_unschedulable: bool = True
-    # --service-type-filter (repeatable): only Services of these types; empty means all.
-    service_types: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        unknown = set(self.service_types) - SERVICE_TYPES - {""}
-        if unknown:
-            raise ConfigError(
-                f"--service-type-filter: unsupported service type {', '.join(sorted(unknown))} "
-                f"(supported: {', '.join(sorted(SERVICE_TYPES))})"
-            )
-
-    def service_type_selected(self, service_type: str) -> bool:
-        """--service-type-filter; as in external-dns, an empty entry switches the filter off."""
-        if not self.service_types or "" in self.service_types:
-            return True
-        return service_type in self.service_types
 
 
 def service_type(svc: Obj) -> str:
@@ -338,42 +309,6 @@ class _Context:
         return out
 
 
-FLAGS = FlagGroup(
-    "service",
-    "service source (--source=service)",
-    ServiceOptions,
-    (
-        mirrored(
-            "publish_internal",
-            "publish ClusterIP services too",
-            switch=True,
-            flag="publish-internal-services",
-        ),
-        mirrored(
-            "expose_internal_ipv6",
-            "NodePort and NodeExternalIP services also publish the nodes' internal IPv6 addresses",
-            switch=True,
-        ),
-        mirrored("exclude_unschedulable", "NodePort services leave out unschedulable nodes", switch=True),
-        mirrored(
-            "service_types",
-            "only read services of these types: ClusterIP, NodePort, LoadBalancer, ExternalName "
-            "(repeatable; default: all)",
-            repeat=True,
-            flag="service-type-filter",
-        ),
-        mirrored(
-            "publish_host_ip", "headless services publish each pod's host IP instead of its own", switch=True
-        ),
-        mirrored(
-            "always_publish_not_ready_addresses",
-            "headless services also publish not-ready addresses, as if publishNotReadyAddresses were set",
-            switch=True,
-        ),
-    ),
-)
-
-
 class ServiceTranslator(Translator):
     """The service kind in one watcher: each Service is registered in a `ServiceInputs` with what it reads,
     so a Node, EndpointSlice or Pod change re-translates exactly the Services that read it."""
@@ -392,11 +327,33 @@ class ServiceTranslator(Translator):
             NODES: self.inputs.set_node,
         }
 
+        self._read_backs = ReadBacks(context.read_back, context.retranslate)
+
+    def _register(self, key: str, obj: dict[str, Any]) -> None:
+        deps = service_dependencies(obj, self.options, self.common)
+        if self.inputs.register(key, obj, deps):  # reads more than before: left out here, maybe
+            namespace, _, name = key.rpartition("/")
+            wanted = [(PODS, namespace, self.inputs.label_selector(key))] if deps.pods else []
+            if deps.endpoint_slices:
+                wanted.append((ENDPOINT_SLICES, namespace, f"{SERVICE_NAME_LABEL}={name}"))
+            self._read_backs.ask(key, wanted)
+
+    def listed(self, key: str, obj: dict[str, Any] | None) -> None:
+        if obj is not None:
+            self._register(key, obj)  # before its Pods are listed: they are kept if it reads them
+
+    def admits(self, resource: Resource, key: str, obj: dict[str, Any]) -> bool:
+        if resource == PODS:
+            return self.inputs.reads_pod(key, obj)
+        return resource != ENDPOINT_SLICES or self.inputs.reads_slice(obj)
+
     def translate(self, key: str, obj: dict[str, Any] | None) -> SourceResult | None:
         if obj is None:
-            self.inputs.unregister(key)
+            self.forget(key)
             return None
-        self.inputs.register(key, obj, service_dependencies(obj, self.options, self.common))
+        self._register(key, obj)
+        if self._read_backs.waits(key):
+            return NOT_YET
         return service_endpoints(
             obj,
             nodes=self.cache(NODES),
@@ -413,6 +370,7 @@ class ServiceTranslator(Translator):
 
     def forget(self, key: str) -> None:
         self.inputs.unregister(key)  # its Pods' and Nodes' changes need not translate it again
+        self._read_backs.cancel(key)
 
 
 KIND = SourceKind(

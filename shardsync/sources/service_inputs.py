@@ -103,18 +103,26 @@ class ServiceInputs:
 
     # -- Services ---------------------------------------------------------------------------------------
 
-    def register(self, key: str, svc: Obj, deps: ServiceDependencies) -> None:
-        """Record what Service `key` reads (replacing what it read before)."""
-        self.unregister(key)
+    def register(self, key: str, svc: Obj, deps: ServiceDependencies) -> bool:
+        """Record what Service `key` reads (replacing what it read before); True when it now reads Pods
+        or EndpointSlices it did not read before (a new selector, say)."""
         namespace, _ = _split(key)
         labels = get_str_map(svc, "spec", "selector")
-        selector = tuple(sorted(labels.items()))
-        reg = _Registration(sys.intern(namespace), deps, selector)
+        reg = _Registration(sys.intern(namespace), deps, tuple(sorted(labels.items())))
+        before = self._services.get(key)
+        if before == reg:
+            return False
+        self.unregister(key)
         self._services[key] = reg
         if deps.nodes:
             self._node_dependents.add(key)
         if deps.pods:
             _add(self._pod_dependents, self._slot(reg), key)
+        if before is None:
+            return deps.pods or deps.endpoint_slices
+        return (deps.pods and (not before.deps.pods or before.selector != reg.selector)) or (
+            deps.endpoint_slices and not before.deps.endpoint_slices
+        )
 
     def unregister(self, key: str) -> None:
         reg = self._services.pop(key, None)
@@ -135,6 +143,23 @@ class ServiceInputs:
 
     def __len__(self) -> int:
         return len(self._services)
+
+    def label_selector(self, key: str) -> str:
+        """Service `key`'s pod selector as a list call's labelSelector ("" selects every pod)."""
+        reg = self._services.get(key)
+        return "" if reg is None else ",".join(f"{k}={v}" for k, v in reg.selector)
+
+    # -- which Pods and EndpointSlices are read at all (a sharded replica keeps only those) ------------------
+
+    def reads_pod(self, key: str, pod: Obj) -> bool:
+        """Whether a registered Service reads the Pod at `key` (its selector matches the labels)."""
+        return bool(self._selecting(_split(key)[0], get_str_map(pod, "metadata", "labels")))
+
+    def reads_slice(self, endpoint_slice: Obj) -> bool:
+        """Whether the EndpointSlice belongs to a registered Service that reads its slices."""
+        owner = slice_service(endpoint_slice)
+        reg = None if owner is None else self._services.get(f"{owner[0]}/{owner[1]}")
+        return reg is not None and reg.deps.endpoint_slices
 
     # -- what a translation reads -------------------------------------------------------------------------
 

@@ -53,10 +53,24 @@ class ShardCaches:
         self._queue = queue
         self._names = {informer: name for name, (_, informer) in kinds.items()}
         self._refetch = Refetcher(kube, self._refetched, self._swept)
+        self._inputs: list[Informer] = []  # related objects kept only while read (`keep_read`)
         desired.on_rebuild = self._rebuild
         desired.on_freed = self._freed
         desired.on_sweep = self._refetch.sweep
         desired.pinned = lambda key: key.partition("/")[0] not in kinds
+
+    def keep_read(self, informer: Informer, reads: Callable[[str, Obj], bool]) -> None:
+        """Keep only the related objects the translator reads (`Translator.admits`); those it stops
+        reading are dropped at the next sweep of the caches."""
+        informer.admit = reads
+        self._inputs.append(informer)
+
+    def read_back(self, informer: Informer, namespace: str, selector: str, then: Callable[[], None]) -> bool:
+        """`SourceContext.read_back` for the informer: False when it has left nothing out."""
+        if not informer.left_out:
+            return False
+        self._refetch.load(informer, namespace, selector, then)
+        return True
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -143,3 +157,9 @@ class ShardCaches:
                     for key in [k for k in informer.cache if self.desired.holds_nothing_of(f"{name}/{k}")]:
                         self._forget(name, informer, key)
                     await anyio.lowlevel.checkpoint()
+            for informer in self._inputs:
+                reads = informer.admit
+                assert reads is not None
+                for key in [k for k, obj in informer.cache.items() if not reads(k, obj)]:
+                    informer.drop(key)
+                await anyio.lowlevel.checkpoint()

@@ -67,7 +67,7 @@ from shardsync.sources.projections import Projection
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
-from shardsync.sources.result import Problem
+from shardsync.sources.result import NOT_YET, Problem
 from shardsync.sources.served import run_when_served
 from shardsync.sources.shard_cache import ShardCaches
 from shardsync.sources.table import SOURCES
@@ -111,6 +111,7 @@ class _Source:
     translator: Translator
     pending: dict[str, None] = field(default_factory=dict)  # cache keys to translate (ordered)
     ready: bool = False  # every informer it reads has listed
+    keeps_read: bool = False  # some related resource is kept only while read (`Translator.admits`)
 
 
 def _count_error(exc: KubeError) -> None:
@@ -164,6 +165,19 @@ class SourceWatcher:
             policy.on_change = self._namespace_changed
         for name in dict.fromkeys(options.sources):
             self._add(table[name])
+        # A sharded replica keeps of a related resource read only by key, and by one kind, only what that
+        # kind's translator reads (the Pods of its own Services), listing it after the kind's own objects.
+        self._read_only: dict[Resource, _Source] = {
+            r: readers[0]
+            for r, readers in self._readers.items()
+            if options.shard_hint_wait > 0
+            and self._ptr is None
+            and len(readers) == 1
+            and readers[0].kind.evictable
+            and r in readers[0].kind.read_by_key
+        }
+        for source in self._read_only.values():
+            source.keeps_read = True
         # Per-shard state (sources.shard_cache): what a sharded replica keeps only for the zones it runs.
         self._shard = ShardCaches(
             kube,
@@ -183,6 +197,10 @@ class SourceWatcher:
             max_backoff=self.options.max_backoff,
             common=self.options.common,
             holds=lambda obj: self._shard.holds_reach(kind, obj, self.options.common),
+            read_back=lambda resource, namespace, selector, then: self._shard.read_back(
+                self._informers[resource], namespace, selector, then
+            ),
+            retranslate=partial(self._queue, kind.name),
         )
         source = _Source(kind, kind.start(context))
         self._sources[kind.name] = source
@@ -238,6 +256,8 @@ class SourceWatcher:
         for source in self._readers[resource]:
             if resource == source.kind.resource:
                 source.pending[key] = None
+                if source.keeps_read:
+                    source.translator.listed(key, new)
             else:
                 source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
         self._wake.notify()
@@ -265,7 +285,9 @@ class SourceWatcher:
             for resource, informer in self._informers.items():
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
                 owners = [s for s in self._readers[resource] if s.kind.resource == resource]
-                if self.options.shard_hint_wait > 0 and owners and all(s.kind.evictable for s in owners):
+                if resource in self._read_only:
+                    tg.start_soon(self._stream_read, informer, self._read_only[resource])
+                elif self.options.shard_hint_wait > 0 and owners and all(s.kind.evictable for s in owners):
                     tg.start_soon(self._stream, informer, owners, waiting)
                 elif waiting:
                     tg.start_soon(
@@ -299,13 +321,14 @@ class SourceWatcher:
         (sources.shard_cache), so the replica never holds the objects of the other replicas' zones."""
         for source in owners:
             for resource in source.kind.related:
-                await self._informers[resource].synced.wait()
+                if resource not in self._read_only:  # those are listed after (`_stream_read`)
+                    await self._informers[resource].synced.wait()
         if self._gate.policy is not None:
             await self._gate.policy.synced.wait()
         with anyio.move_on_after(self.options.shard_hint_wait):
             await self.shard_hint.wait()
         for source in owners:
-            source.ready = True
+            source.ready = not source.keeps_read  # else once its inputs are listed too (_await_listed)
         informer.on_page = self.flush
         if self._ptr is None and len(owners) == 1:  # PTR records need every object's addresses
             informer.admit = self._shard.admitter(owners[0].kind.name, self.options.common)
@@ -313,6 +336,13 @@ class SourceWatcher:
             await run_when_served(self.kube, informer, waiting, self.options.max_backoff, SOURCE_ERRORS.inc)
         else:
             await informer.run()
+
+    async def _stream_read(self, informer: Informer, source: _Source) -> None:
+        """A related resource kept only while read: listed once the kind's own objects are (each already
+        registered what it reads, `Translator.listed`), keeping what `Translator.admits`."""
+        await self._informers[source.kind.resource].synced.wait()
+        self._shard.keep_read(informer, partial(source.translator.admits, informer.resource))
+        await informer.run()
 
     async def _translate_loop(self) -> None:
         while True:
@@ -369,6 +399,8 @@ class SourceWatcher:
             ref = ObjectRef.of(obj, kind.resource, kind.resource_kind)
             obj, problems = self._gate.before(obj, ref)
         result = source.translator.translate(key, obj)
+        if result is NOT_YET:
+            return set()  # its inputs are being read back; it is queued again then
         desired_key = sys.intern(f"{kind.name}/{key}")  # mostly the endpoints' resource label: one copy
         found: list[Endpoint] = []
         if result is not None:

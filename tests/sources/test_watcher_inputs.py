@@ -202,3 +202,32 @@ def test_small_key_sets_agree_with_plain_sets(ops: list[tuple[bool, str, str]]) 
         for keys in index.values():
             size = len(_members(keys))
             assert type(keys) is (str if size == 1 else tuple if size <= _SMALL else set)
+
+
+def test_register_says_when_a_service_comes_to_read_pods_or_slices_it_did_not_read() -> None:
+    idx = ServiceInputs()
+    assert idx.register("default/db", svc("db", app="db"), HEADLESS)  # new: all it reads may be missing
+    assert not idx.register("default/db", svc("db", app="db"), HEADLESS)  # the same: nothing new
+    assert idx.label_selector("default/db") == "app=db"
+    assert idx.register("default/db", svc("db", app="db2", tier="x"), HEADLESS)  # a new selector
+    assert idx.label_selector("default/db") == "app=db2,tier=x"
+    assert not idx.register("default/db", svc("db", app="db2", tier="x"), NODES)  # reads less
+    assert idx.register("default/db", svc("db", app="db2", tier="x"), LOCAL)  # pods again
+    assert idx.register("default/db", svc("db", app="db2", tier="x"), HEADLESS)  # slices again
+    assert not idx.register("default/lb", svc("lb"), ServiceDependencies())  # reads nothing else
+    assert idx.label_selector("default/none") == ""
+
+
+def test_reads_pod_and_reads_slice_say_what_a_registered_service_reads() -> None:
+    idx = ServiceInputs()
+    idx.register("default/db", svc("db", app="db", tier="x"), HEADLESS)
+    idx.register("default/np", svc("np", app="np"), NODES)  # reads nodes only: not its pods
+    assert idx.reads_pod("default/p", pod("p", app="db", tier="x", extra="y"))
+    assert not idx.reads_pod("default/p", pod("p", app="db"))  # the selector's every label
+    assert not idx.reads_pod("other/p", pod("p", "other", app="db", tier="x"))  # its namespace only
+    assert not idx.reads_pod("default/q", pod("q", app="np"))
+    assert idx.reads_slice(slice_of("db")) and not idx.reads_slice(slice_of("db", "other"))
+    assert not idx.reads_slice(slice_of("np")) and not idx.reads_slice({"metadata": {}})
+    idx.unregister("default/db")
+    assert not idx.reads_pod("default/p", pod("p", app="db", tier="x"))
+    assert not idx.reads_slice(slice_of("db"))
