@@ -8,6 +8,7 @@ planned from half its inputs and deleted. So each test records what every transl
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -169,3 +170,67 @@ async def test_pods_dropped_after_a_listing_that_kept_all_are_read_back_when_the
         h.desired.keep(ZONE)
         await eventually(lambda: h.desired.ready(ZONE))
         assert h.records() == _records("b", ZONE, 1) and _whole(seen, "b")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_after_any_churn_the_records_of_the_zones_held_are_those_of_a_replica_keeping_everything(
+    apiserver: ApiServer, seed: int
+) -> None:
+    """Services, Pods and EndpointSlices created, relabelled, reselected and deleted while the held zones
+    change: once quiet, a sharded watcher's records for the zones it holds equal an unsharded one's."""
+    rng = random.Random(seed)
+    apps = ("a0", "a1", "a2")
+    async with watching(apiserver, SHARDED, restricted=True, expect=(OTHER,)) as h:
+        services: set[str] = set()
+        pods: set[str] = set()
+        held = {OTHER}
+        for step in range(60):
+            op = rng.choice(
+                ("service", "service", "reselect", "delete", "pod", "pod", "relabel", "unpod", "zones")
+            )
+            if op == "service":
+                name = f"s{step}"
+                body = _headless(name, rng.choice((ZONE, OTHER)))
+                body["spec"]["selector"] = {"app": rng.choice(apps)}
+                await blocking(h.core.create_namespaced_service, "default", body)
+                addresses = [(p, f"10.1.{step}.{i + 1}", True) for i, p in enumerate(sorted(pods)[:3])]
+                slice_ = endpoint_slice(f"{name}-x", name, *addresses)
+                await blocking(h.discovery.create_namespaced_endpoint_slice, "default", slice_)
+                services.add(name)
+            elif op == "reselect" and services:
+                patch = {"spec": {"selector": {"app": rng.choice(apps)}}}
+                await blocking(
+                    h.core.patch_namespaced_service, rng.choice(sorted(services)), "default", patch
+                )
+            elif op == "delete" and services:
+                name = rng.choice(sorted(services))
+                services.discard(name)
+                await blocking(h.core.delete_namespaced_service, name, "default")
+            elif op == "pod":
+                name = f"p{step}"
+                await blocking(
+                    h.core.create_namespaced_pod, "default", pod(name, rng.choice(apps), hostname=name)
+                )
+                pods.add(name)
+            elif op == "relabel" and pods:
+                patch = {"metadata": {"labels": {"app": rng.choice(apps)}}}
+                await blocking(h.core.patch_namespaced_pod, rng.choice(sorted(pods)), "default", patch)
+            elif op == "unpod" and pods:
+                name = rng.choice(sorted(pods))
+                pods.discard(name)
+                await blocking(h.core.delete_namespaced_pod, name, "default", grace_period_seconds=0)
+            elif op == "zones":
+                held = set(rng.choice(([ZONE], [OTHER], [ZONE, OTHER])))
+                for zone in held:
+                    h.desired.keep(zone)
+                h.desired.expect(held)
+                for zone in {ZONE, OTHER} - held:
+                    h.desired.drop(zone)
+        async with watching(apiserver) as everything:
+
+            def agree() -> bool:
+                return all(h.desired.ready(z) and h.records(z) == everything.records(z) for z in held)
+
+            await eventually(agree)
+            # with hostnames from Pods, read back as zones were gained and selectors changed
+            assert any(name.count(".") > 2 for z in held for name, _ in h.records(z))
