@@ -135,6 +135,7 @@ class Replica:
             write_status=ownership.is_coordinator,
             policy=policy,
         )
+        self.worker.inputs = self.sources.complete
 
     # -- zones the provider serves ---------------------------------------------------------------
 

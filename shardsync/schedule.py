@@ -8,6 +8,7 @@ when it finishes, which is how a burst of events on one zone collapses into at m
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 
 _AHEAD = 1e9  # seconds: earlier than any zone can be due
@@ -108,6 +109,15 @@ class ZoneSchedule:
             return
         times.running = times.rerun = False
         self._push(zone, now)
+
+    def park(self, zone: str) -> None:
+        """A first step of `zone`'s run is done and the rest must wait for the caller (the desired state is
+        not whole yet): not due until `mark_dirty`."""
+        times = self._zones.get(zone)
+        if times is None:
+            return
+        times.running = times.rerun = False
+        times.due = math.inf
 
     def failures(self, zone: str) -> int:
         times = self._zones.get(zone)

@@ -132,6 +132,9 @@ class Worker:
     on_fenced: Callable[[str, FenceToken | None], None] = _ignore_fenced  # a write refused by the fence
     clock: Callable[[], float] = time.monotonic
     guard: Callable[[str, Changes, list[Endpoint]], Changes] | None = None  # shardsync.delete_guard
+    # Set once the desired state is whole (SourceWatcher.complete); until then an owned zone is fenced but
+    # not planned: external-dns plans nothing before its informers have synced. None: whole from the start.
+    inputs: anyio.Event | None = None
     statuses: dict[str, ZoneStatus] = field(default_factory=dict, init=False)
     _policy: Policy = field(init=False)
     _schedule: ZoneSchedule = field(init=False)
@@ -216,6 +219,9 @@ class Worker:
         async with anyio.create_task_group() as tg:
             for _ in range(self.options.concurrency):
                 tg.start_soon(self._runner)
+            if self.inputs is not None and not self.inputs.is_set():
+                await self.inputs.wait()
+                self.mark_dirty(list(self.statuses))  # the zones parked meanwhile (`_run_zone`)
 
     async def _runner(self) -> None:
         while True:
@@ -229,10 +235,13 @@ class Worker:
 
     async def _run_zone(self, zone: str) -> None:
         retry_in, fenced_only = None, False
+        status = self.statuses.get(zone)
+        if status is not None and not self._needs_fence(status) and not self._inputs_whole():
+            self._schedule.park(zone)
+            return
         with anyio.CancelScope() as scope:
             inflight = self._inflight[zone] = _InFlight(scope)
             try:
-                status = self.statuses.get(zone)
                 if status is not None and self._needs_fence(status):
                     # Fence first: a replica gaining many zones takes every fence before reading any
                     # zone, so a failed peer's zones are all ours at the provider within a few calls.
@@ -319,6 +328,9 @@ class Worker:
             )
             return delay
         return None
+
+    def _inputs_whole(self) -> bool:
+        return self.inputs is None or self.inputs.is_set()
 
     def _needs_fence(self, status: ZoneStatus) -> bool:
         # A dry run writes nothing, the fence record included.

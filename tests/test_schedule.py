@@ -94,3 +94,18 @@ def test_a_zone_added_ahead_comes_before_zones_already_due() -> None:
     s.finished("steady.com", now=0)  # due again at 60
     s.add("gained.com", now=70, ahead=True)
     assert drain(s, 70) == ["gained.com", "steady.com"]
+
+
+def test_a_parked_zone_is_never_due_until_marked_dirty() -> None:
+    s = ZoneSchedule(interval=60, event_delay=0.5)
+    s.add("a.com", now=0)
+    s.add("b.com", now=0)
+    assert sorted(drain(s, 0)) == ["a.com", "b.com"]
+    s.park("a.com")
+    s.finished("b.com", now=0)
+    assert s.next_due() == 60  # b's interval; a waits for no interval at all
+    assert drain(s, 10_000) == ["b.com"]
+    s.mark_dirty("a.com", now=10_001)
+    assert drain(s, 10_001.5) == ["a.com"]
+    s.park("gone.com")  # not owned: ignored
+    assert len(s) == 2

@@ -150,6 +150,16 @@ class SourceKind(Generic[OptionsT]):
     # those names reach is its own (sources.shard_cache).
     names: Callable[[Obj, SourceOptions], Sequence[str] | None] | None = None
 
+    def projection(self, resource: Resource, templated: bool) -> Projection | None:
+        """What its informer keeps of `resource` (`templated`: an --fqdn-template may read any field)."""
+        if not templated and resource in self.untemplated:
+            return self.untemplated[resource]
+        return self.projections.get(resource)
+
+    def namespace_of(self, resource: Resource, namespace: str) -> str:
+        """The namespace `resource` is listed in: --namespace, unless the kind reads it everywhere."""
+        return "" if not resource.namespaced or resource in self.all_namespaces else namespace
+
     def packs(self, resource: Resource) -> bool:
         """Whether the kind reads `resource`'s cache only by key (so it may be packed)."""
         return resource == self.resource or resource in self.read_by_key

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import anyio
 from prometheus_client import Counter
 
 from shardsync.events import EventRecorder
@@ -63,6 +64,16 @@ class ProblemReports:
                 self._post(p)
         elif new or key in self._unposted:
             self._unposted[key] = held is None
+
+    async def follow_writer(self, poll: float, took_office: Callable[[], None]) -> None:
+        """Call `took_office` whenever write_status() turns true (looked at every `poll` seconds)."""
+        writer = False
+        while True:
+            now = self._write_status()
+            if now and not writer:
+                took_office()
+            writer = now
+            await anyio.sleep(poll)
 
     def taking_office(self) -> int:
         """This replica has become the writer: post the writer's problems found meanwhile and still

@@ -2,7 +2,8 @@
 
 `run_when_served` probes the informer's resource at its version, then at its `older_versions` (newest first,
 with backoff, one error logged and the `shardsync_source_crd_missing` gauge raised while it is missing),
-and runs the informer at the first version served; the other kinds of the watcher do not wait for it.
+and runs the informer at the first version served; the other kinds of the watcher do not wait for it
+(`on_missing` tells the watcher that the resource is not served: a kind with no objects to list).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ async def run_when_served(
     kinds: Sequence[SourceKind[Any]],
     max_backoff: float,
     on_error: Callable[[], None],
+    on_missing: Callable[[], None] = lambda: None,
 ) -> None:
     """Wait until the API serves the informer's resource at its version or one of its older versions
-    (probing newest first, with backoff, one error logged), then run the informer at that version."""
+    (probing newest first, with backoff, one error logged; `on_missing` called when first found not
+    served), then run the informer at that version."""
     notice: CrdNotice | None = kinds[0].crd
     assert notice is not None
     names = ",".join(kind.name for kind in kinds)
@@ -54,6 +57,7 @@ async def run_when_served(
                 if exc.not_found and not missing:
                     missing = True
                     CRD_MISSING.inc()
+                    on_missing()
                     log.error(
                         f"{notice.what} not installed; the {names} source waits for it, the others run",
                         crd=notice.crd,

@@ -17,7 +17,9 @@ sees full caches and each object is translated once however large the initial li
 are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff (each
 resource at its version, then at its `older_versions`: the first served one is what the informer reads) and
 saying once what to install, and holds up only itself; `synced` is set once every kind has listed and been
-translated.
+translated, `complete` once every kind has or waits for a CRD not installed (so has no objects yet). The
+worker plans nothing before `complete` (external-dns plans nothing before its informers synced): a zone
+planned from half its sources would, under --policy=sync, delete the records of objects not yet listed.
 
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
 first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
@@ -146,6 +148,8 @@ class SourceWatcher:
         self._events = events
         self._write_status = write_status
         self.synced = anyio.Event()
+        self.complete = anyio.Event()  # see the module docstring
+        self._missing: set[Resource] = set()  # resources found not served (their CRD not installed)
         # Set once the desired index knows the zones this replica is about to run (DesiredIndex.expect).
         self.shard_hint = anyio.Event()
         self._sources: dict[str, _Source] = {}
@@ -154,7 +158,6 @@ class SourceWatcher:
         self._readers: dict[Resource, list[_Source]] = {}  # resource → the kinds that read it
         self._wake = Notifier()
         self.problems = ProblemReports(events, write_status)
-        self._writer = False  # write_status() as last seen by _follow_writer
         self._started = time.monotonic()
         # external-dns installs its PTR wrapper only when PTR is a managed record type (sources.ptr).
         ptr = options.record_types.match("PTR")
@@ -210,7 +213,7 @@ class SourceWatcher:
                 self._informers[resource] = Informer(
                     self.kube,
                     resource,
-                    namespace=self._namespace(kind, resource),
+                    namespace=kind.namespace_of(resource, self.options.namespace),
                     on_change=partial(self._on_change, resource),
                     on_error=_count_error,
                     watch_timeout=self.options.watch_timeout,
@@ -228,15 +231,7 @@ class SourceWatcher:
                     informer.unpack()  # this kind reads it whole
 
     def _projection(self, kind: SourceKind[Any], resource: Resource) -> Projection | None:
-        if self.options.common.template is None and resource in kind.untemplated:
-            return kind.untemplated[resource]
-        return kind.projections.get(resource)
-
-    def _namespace(self, kind: SourceKind[Any], resource: Resource) -> str:
-        """The namespace an informer lists: --namespace, unless the kind reads the resource everywhere."""
-        if not resource.namespaced or resource in kind.all_namespaces:
-            return ""
-        return self.options.namespace
+        return kind.projection(resource, self.options.common.template is not None)
 
     def _cache(self, resource: Resource) -> Mapping[str, Obj]:
         return self._informers[resource].cache
@@ -279,7 +274,7 @@ class SourceWatcher:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._translate_loop)
             tg.start_soon(self._shard.run)
-            tg.start_soon(self._follow_writer)
+            tg.start_soon(self.problems.follow_writer, self.options.writer_poll, self.request_status_sweep)
             if self._gate.policy is not None:
                 tg.start_soon(self._gate.policy.run)
             for resource, informer in self._informers.items():
@@ -297,6 +292,7 @@ class SourceWatcher:
                         waiting,
                         self.options.max_backoff,
                         SOURCE_ERRORS.inc,
+                        partial(self._not_served, resource),
                     )
                 else:
                     tg.start_soon(informer.run)
@@ -333,7 +329,14 @@ class SourceWatcher:
         if self._ptr is None and len(owners) == 1:  # PTR records need every object's addresses
             informer.admit = self._shard.admitter(owners[0].kind.name, self.options.common)
         if waiting:  # a CRD's objects: once it is served
-            await run_when_served(self.kube, informer, waiting, self.options.max_backoff, SOURCE_ERRORS.inc)
+            await run_when_served(
+                self.kube,
+                informer,
+                waiting,
+                self.options.max_backoff,
+                SOURCE_ERRORS.inc,
+                partial(self._not_served, informer.resource),
+            )
         else:
             await informer.run()
 
@@ -370,10 +373,17 @@ class SourceWatcher:
                     turn_ends = time.monotonic() + TURN
         if touched:
             self._on_dirty(touched)
-        if not self.synced.is_set() and all(
-            s.ready and not s.pending and all(self._informers[r].synced.is_set() for r in s.kind.watches)
-            for s in self._sources.values()
+        if self.synced.is_set():
+            return
+        done = {
+            n: s.ready and not s.pending and all(self._informers[r].synced.is_set() for r in s.kind.watches)
+            for n, s in self._sources.items()
+        }
+        if not self.complete.is_set() and all(
+            done[n] or self._missing.intersection(s.kind.watches) for n, s in self._sources.items()
         ):
+            self.complete.set()
+        if all(done.values()):
             self.synced.set()
             log.info(
                 "sources synced",
@@ -426,14 +436,9 @@ class SourceWatcher:
         self._shard.translated(kind.name, key)  # forgotten when its records all fall in zones not held
         return changed
 
-    async def _follow_writer(self) -> None:
-        """Catch up (`request_status_sweep`) whenever write_status() turns true."""
-        while True:
-            writer = self._write_status()
-            if writer and not self._writer:
-                self.request_status_sweep()
-            self._writer = writer
-            await anyio.sleep(self.options.writer_poll)
+    def _not_served(self, resource: Resource) -> None:
+        self._missing.add(resource)
+        self._wake.notify()
 
     def request_status_sweep(self) -> None:
         """This replica has become the writer: post the Events of the problems found while it was not and

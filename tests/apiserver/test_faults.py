@@ -92,6 +92,26 @@ def test_refusing_by_header(apiserver: ApiServer) -> None:
     leases.list_namespaced_lease("default")
 
 
+def test_refusing_by_path_holds_one_resource_and_leaves_the_others_alone(apiserver: ApiServer) -> None:
+    leases = leases_for(apiserver)
+    core = client.CoreV1Api(apiserver.api_client())
+    apiserver.faults.refuse(path="/leases", mode="hang")
+    done = threading.Event()
+
+    def list_then_signal() -> None:
+        leases.list_namespaced_lease("default")
+        done.set()
+
+    thread = threading.Thread(target=list_then_signal)
+    thread.start()
+    assert core.list_namespaced_config_map("default").items == []  # another resource: served at once
+    assert not done.wait(0.5)
+    assert apiserver.faults.state()["refusals"][0]["path"] == "/leases"
+    apiserver.faults.allow(path="/leases")
+    assert done.wait(5)
+    thread.join(5)
+
+
 def test_a_refused_clients_watch_is_cut(apiserver: ApiServer) -> None:
     leases = leases_for(apiserver, "replica-9")
     outcome: list[BaseException | None] = []

@@ -19,6 +19,7 @@ class FakeKube(Kube):
     def __init__(self) -> None:  # no client: every verb the watcher uses is answered here
         self.objects: dict[Resource, dict[str, Obj]] = {}
         self.missing: set[Resource] = set()  # listing these answers 404, as a resource nobody serves
+        self.held: dict[Resource, anyio.Event] = {}  # listing these answers once the event is set
         self.lists: Counter[Resource] = Counter()
         self.status_patches: list[tuple[str, str, Any]] = []
         self._handles: dict[Resource, Callable[[str, Obj], None]] = {}
@@ -45,6 +46,8 @@ class FakeKube(Kube):
 
     async def list(self, resource: Resource, **query: Any) -> Obj:
         self.lists[resource] += 1
+        if resource in self.held:
+            await self.held[resource].wait()
         if resource in self.missing:
             raise KubeError(404, "NotFound")
         items = list(self.objects.get(resource, {}).values())

@@ -230,12 +230,34 @@ async def test_a_kind_whose_resource_is_not_served_waits_alone_and_translates_on
         assert metric("shardsync_source_crd_missing") == 1
         await eventually(lambda: bool(LOG.translated))
         assert run.translated() == [("widget", "default/w", True)]  # the other kind runs meanwhile
+        # A kind with no CRD has no objects: the desired state is whole without it (the worker plans).
+        with anyio.fail_after(5):
+            await run.watcher.complete.wait()
         kube.emit(FEEDS, "ADDED", feed("f", "gadget:default/g"))  # marks a gadget: still not translated
         kube.missing.clear()
         with anyio.fail_after(5):
             await run.watcher.synced.wait()
         assert run.translated() == [("gadget", "default/g", True)]  # once, though marked twice
         assert metric("shardsync_source_crd_missing") == 0
+
+
+async def test_the_translation_is_complete_only_once_every_kind_has_listed_and_translated() -> None:
+    # The worker plans nothing before `complete`: a zone planned while a kind is still listing would lose
+    # (under --policy=sync, delete) the records of that kind's objects.
+    kube = FakeKube()
+    kube.put(WIDGETS, thing("w", "w.ex.com"))
+    kube.put(GADGETS, thing("g", "g.ex.com"))
+    kube.held[GADGETS] = anyio.Event()
+    async with running(kube, WatchOptions(sources=("widget", "gadget")), synced=False) as run:
+        await eventually(lambda: bool(LOG.translated))
+        assert run.translated() == [("widget", "default/w", True)]
+        # The flush that translated the widget looked at completeness too, and found the gadgets unlisted.
+        assert not run.watcher.complete.is_set() and not run.watcher.synced.is_set()
+        kube.held[GADGETS].set()
+        with anyio.fail_after(5):
+            await run.watcher.complete.wait()
+        assert run.watcher.synced.is_set()
+        assert run.translated() == [("gadget", "default/g", True)]
 
 
 async def test_problems_are_counted_once_and_posted_by_the_writer_alone() -> None:

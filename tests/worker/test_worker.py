@@ -126,6 +126,48 @@ async def test_zones_gained_at_once_are_all_fenced_before_any_is_written() -> No
     assert max(e.start for e in fences) <= min(e.start for e in applies)
 
 
+async def test_before_the_desired_state_is_whole_zones_are_fenced_but_never_planned() -> None:
+    # A restart: the zones hold our records of two Services, but only one Service is translated yet (its
+    # kind listed, the other's still listing). Planning now would delete the other's records.
+    store = FakeStore()
+    zones = ["a.com", "b.com"]
+    for zone in zones:
+        store.add_zone(zone)
+    full = DesiredIndex(zones)
+    for zone in zones:
+        full.set_object(f"service/default/web-{zone}", [svc("web", f"www.{zone}", "192.0.2.1")])
+        full.set_object(f"service/default/api-{zone}", [svc("api", f"api.{zone}", "192.0.2.2")])
+    async with running(make(store, full)) as first:
+        for zone in zones:
+            first.own(zone)
+        await eventually(lambda: all(len(names(store, z)) == 4 for z in zones))  # 2 A + 2 TXT each
+    before = {z: names(store, z) for z in zones}
+    writes = len(store.audit())
+
+    partial = DesiredIndex(zones)
+    for zone in zones:
+        partial.set_object(f"service/default/web-{zone}", [svc("web", f"www.{zone}", "192.0.2.1")])
+    worker = make(store, partial, identity="r1")
+    worker.inputs = anyio.Event()
+    async with running(worker):
+        worker.own("a.com", FenceToken(2, "r1"))  # a sharded replica's zone: fenced at once
+        worker.own("b.com")  # unsharded: nothing to take first
+        await eventually(lambda: store.fence_of("a.com") == FenceToken(2, "r1"))
+        await eventually(lambda: worker._schedule.next_due() is None)  # both parked, neither planned
+        assert [e.op for e in store.audit(since=writes)] == ["fence"]
+        assert {z: names(store, z) for z in zones} == before
+        assert all(worker.statuses[z].syncs == 0 for z in zones)
+
+        for zone in zones:  # the other kind has listed: the desired state is whole
+            worker.mark_dirty(
+                partial.set_object(f"service/default/api-{zone}", [svc("api", f"api.{zone}", "192.0.2.2")])
+            )
+        worker.inputs.set()
+        await eventually(lambda: all(worker.statuses[z].syncs >= 1 for z in zones))
+    assert [e.op for e in store.audit(since=writes)] == ["fence"]  # nothing to change, nothing deleted
+    assert {z: names(store, z) for z in zones} == before
+
+
 async def test_failing_zone_backs_off_and_does_not_block_others() -> None:
     store = FakeStore(faults=Faults(fail_zones=frozenset({"bad.com"})))
     store.add_zone(ZONE)

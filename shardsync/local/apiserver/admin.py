@@ -4,8 +4,8 @@ GET  /_shardsync/faults                          current faults
 GET  /_shardsync/state                           {"resourceVersion": N}
 POST /_shardsync/pause?seconds=S&mode=503|hang   pause every API request (until resumed if no seconds)
 POST /_shardsync/resume
-POST /_shardsync/refuse?userAgent=U|header=Name:Value&mode=503|hang|drop&seconds=S
-POST /_shardsync/allow?userAgent=U|header=Name:Value   (neither: lift every refusal)
+POST /_shardsync/refuse?userAgent=U|header=Name:Value|path=P&mode=503|hang|drop&seconds=S
+POST /_shardsync/allow?userAgent=U|header=Name:Value|path=P   (none: lift every refusal)
 POST /_shardsync/clear                           lift every fault
 POST /_shardsync/snapshot                        write the --data-dir snapshot now
 """
@@ -66,9 +66,10 @@ def handle(
                 _header(query.get("header")),
                 check_mode(query.get("mode", "503")),
                 _seconds(query.get("seconds")),
+                query.get("path"),
             )
         elif action == "allow":
-            faults.allow(query.get("userAgent"), _header(query.get("header")))
+            faults.allow(query.get("userAgent"), _header(query.get("header")), query.get("path"))
         elif action == "clear":
             faults.clear()
         elif action == "snapshot":

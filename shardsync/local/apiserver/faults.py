@@ -1,5 +1,6 @@
 """Fault injection: pause the whole API (503 or hang) and cut off chosen clients (by User-Agent substring or
-an exact header) with 503, a hang, or a dropped connection, for a while or until lifted."""
+an exact header) or requests (by a substring of their path: one resource) with 503, a hang, or a dropped
+connection, for a while or until lifted."""
 
 from __future__ import annotations
 
@@ -27,11 +28,18 @@ class Rule:
     until: float | None = None
     user_agent: str | None = None
     header: tuple[str, str] | None = None
+    path: str | None = None
 
-    def selects(self, user_agent: str, header: HeaderGetter) -> bool:
+    def selects(self, user_agent: str, header: HeaderGetter, path: str = "") -> bool:
         if self.user_agent is not None and self.user_agent not in user_agent:
             return False
+        if self.path is not None and self.path not in path:
+            return False
         return self.header is None or header(self.header[0]) == self.header[1]
+
+    @property
+    def target(self) -> tuple[str | None, tuple[str, str] | None, str | None]:
+        return self.user_agent, self.header, self.path
 
     def describe(self, now: float) -> dict[str, Any]:
         left = None if self.until is None else max(0.0, round(self.until - now, 3))
@@ -40,6 +48,8 @@ class Rule:
             out["userAgent"] = self.user_agent
         if self.header is not None:
             out["header"] = f"{self.header[0]}: {self.header[1]}"
+        if self.path is not None:
+            out["path"] = self.path
         return out
 
 
@@ -71,23 +81,26 @@ class Faults:
         header: tuple[str, str] | None = None,
         mode: Mode = "503",
         seconds: float | None = None,
+        path: str | None = None,
     ) -> None:
-        if user_agent is None and header is None:
-            raise ValueError("refuse needs a user_agent substring or a header")
+        if user_agent is None and header is None and path is None:
+            raise ValueError("refuse needs a user_agent substring, a header or a path substring")
+        target = (user_agent, header, path)
         with self._cond:
-            self._refusals = [r for r in self._refusals if (r.user_agent, r.header) != (user_agent, header)]
-            self._refusals.append(Rule(check_mode(mode), self._until(seconds), user_agent, header))
+            self._refusals = [r for r in self._refusals if r.target != target]
+            self._refusals.append(Rule(check_mode(mode), self._until(seconds), *target))
             self._cond.notify_all()
 
-    def allow(self, user_agent: str | None = None, header: tuple[str, str] | None = None) -> None:
-        """Lifts the refusal of that client (all refusals when neither is given)."""
+    def allow(
+        self, user_agent: str | None = None, header: tuple[str, str] | None = None, path: str | None = None
+    ) -> None:
+        """Lifts the refusal of those clients or requests (all refusals when none is given)."""
+        target = (user_agent, header, path)
         with self._cond:
-            if user_agent is None and header is None:
+            if target == (None, None, None):
                 self._refusals = []
             else:
-                self._refusals = [
-                    r for r in self._refusals if (r.user_agent, r.header) != (user_agent, header)
-                ]
+                self._refusals = [r for r in self._refusals if r.target != target]
             self._cond.notify_all()
 
     def clear(self) -> None:
@@ -96,23 +109,25 @@ class Faults:
             self._refusals = []
             self._cond.notify_all()
 
-    def decide(self, user_agent: str, header: HeaderGetter) -> Mode | None:
+    def decide(self, user_agent: str, header: HeaderGetter, path: str = "") -> Mode | None:
         """The fault this request meets, if any. A refusal of this client wins over a general pause."""
         with self._cond:
             if self._pause is None and not self._refusals:
                 return None
             now, pause, refusals = self._clock(), self._pause, self._refusals
         for rule in refusals:
-            if (rule.until is None or rule.until > now) and rule.selects(user_agent, header):
+            if (rule.until is None or rule.until > now) and rule.selects(user_agent, header, path):
                 return rule.mode
         if pause is not None and (pause.until is None or pause.until > now):
             return pause.mode
         return None
 
-    def hold(self, user_agent: str, header: HeaderGetter, stopping: Callable[[], bool]) -> Mode | None:
-        """Blocks while this client's fault is a hang; returns the fault that remains (None once lifted)."""
+    def hold(
+        self, user_agent: str, header: HeaderGetter, stopping: Callable[[], bool], path: str = ""
+    ) -> Mode | None:
+        """Blocks while this request's fault is a hang; returns the fault that remains (None once lifted)."""
         while True:
-            mode = self.decide(user_agent, header)
+            mode = self.decide(user_agent, header, path)
             if mode != "hang" or stopping():
                 return mode
             with self._cond:

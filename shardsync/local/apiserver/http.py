@@ -187,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(code, orjson.dumps(doc), "application/json")
             return
         user_agent = self._header("User-Agent") or ""
-        mode = app.faults.hold(user_agent, self._header, app.stopping.is_set)
+        mode = app.faults.hold(user_agent, self._header, app.stopping.is_set, url.path)
         if mode == "drop" or app.stopping.is_set():
             self._drop()
             return
@@ -254,9 +254,10 @@ class Handler(BaseHTTPRequestHandler):
         events: Iterator[dict[str, Any] | None] = stream(
             app.store, spec, app.stopping.is_set, app.bookmark_interval
         )
+        path = urlsplit(self.path).path
         try:
             for event in events:
-                mode = app.faults.hold(user_agent, self._header, app.stopping.is_set)
+                mode = app.faults.hold(user_agent, self._header, app.stopping.is_set, path)
                 if app.stopping.is_set():
                     self.close_connection = True
                     break
