@@ -32,6 +32,19 @@ def lease(name: str) -> client.V1Lease:
     return raw_body(client.V1Lease, {"metadata": {"name": name}, "spec": {"holderIdentity": "x"}})
 
 
+def listing_in_a_thread(leases: client.CoordinationV1Api) -> tuple[threading.Thread, threading.Event]:
+    """A thread listing the Leases, and the event it sets once the list is answered."""
+    done = threading.Event()
+
+    def list_then_signal() -> None:
+        leases.list_namespaced_lease("default")
+        done.set()
+
+    thread = threading.Thread(target=list_then_signal)
+    thread.start()
+    return thread, done
+
+
 def test_pause_answers_503_until_resumed_or_expired(apiserver: ApiServer) -> None:
     leases = leases_for(apiserver)
     apiserver.faults.pause()
@@ -50,14 +63,7 @@ def test_pause_answers_503_until_resumed_or_expired(apiserver: ApiServer) -> Non
 def test_pause_in_hang_mode_holds_requests_until_resumed(apiserver: ApiServer) -> None:
     leases = leases_for(apiserver)
     apiserver.faults.pause(mode="hang")
-    done = threading.Event()
-
-    def list_then_signal() -> None:
-        leases.list_namespaced_lease("default")
-        done.set()
-
-    thread = threading.Thread(target=list_then_signal)
-    thread.start()
+    thread, done = listing_in_a_thread(leases)
     assert not done.wait(0.5)
     apiserver.faults.resume()
     assert done.wait(5)
@@ -96,14 +102,7 @@ def test_refusing_by_path_holds_one_resource_and_leaves_the_others_alone(apiserv
     leases = leases_for(apiserver)
     core = client.CoreV1Api(apiserver.api_client())
     apiserver.faults.refuse(path="/leases", mode="hang")
-    done = threading.Event()
-
-    def list_then_signal() -> None:
-        leases.list_namespaced_lease("default")
-        done.set()
-
-    thread = threading.Thread(target=list_then_signal)
-    thread.start()
+    thread, done = listing_in_a_thread(leases)
     assert core.list_namespaced_config_map("default").items == []  # another resource: served at once
     assert not done.wait(0.5)
     assert apiserver.faults.state()["refusals"][0]["path"] == "/leases"
