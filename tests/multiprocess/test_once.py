@@ -11,38 +11,24 @@ from pathlib import Path
 
 import pytest
 
-from bench.cluster import Cluster, ClusterSpec, zone_names
+from bench.cluster import Cluster, zone_names
 from bench.records import actual_records, desired_by_zone
 from shardsync.local.children import Child
 from shardsync.local.infra import free_port
-from tests.multiprocess.harness import START_WITHIN, replica_flags
+from tests.multiprocess.harness import START_WITHIN
 
 pytestmark = pytest.mark.multiprocess
 
 ZONES = 3
 
 
-def test_once_with_a_missing_crd_syncs_the_other_kinds_and_exits(tmp_path: Path) -> None:
-    spec = ClusterSpec(
-        latency=0.005,
-        provider_concurrency=None,
-        replica_flags=replica_flags(interval=10.0),
-        termination_grace=12.0,
-        start_timeout=START_WITHIN,
-    )
-    cluster = Cluster(tmp_path / "cluster", spec)
-    child: Child | None = None
+def test_once_with_a_missing_crd_syncs_the_other_kinds_and_exits(cluster: Cluster, tmp_path: Path) -> None:
+    zones = zone_names(ZONES)
+    cluster.seed_objects(zones, per_zone=2)
+    cluster.open_zones(ZONES)
+    args = [*cluster.launcher.replica_command("once-0", free_port()), "--source=gateway-httproute", "--once"]
+    child = Child("once-0", args, tmp_path / "once.log")
     try:
-        cluster.start()
-        zones = zone_names(ZONES)
-        cluster.seed_objects(zones, per_zone=2)
-        cluster.open_zones(ZONES)
-        args = [
-            *cluster.launcher.replica_command("once-0", free_port()),
-            "--source=gateway-httproute",
-            "--once",
-        ]
-        child = Child("once-0", args, tmp_path / "once.log")
         try:
             code = child.proc.wait(timeout=START_WITHIN)
         except subprocess.TimeoutExpired:
@@ -54,6 +40,5 @@ def test_once_with_a_missing_crd_syncs_the_other_kinds_and_exits(tmp_path: Path)
             assert desired[zone], "nothing asks for records: the check would prove nothing"
             assert actual_records(cluster.admin.records(zone)) == desired[zone], zone
     finally:
-        if child is not None and child.alive():
+        if child.alive():
             child.kill()
-        cluster.stop()

@@ -8,40 +8,20 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.cluster import Cluster, ClusterSpec, zone_names
+from bench.cluster import Cluster, zone_names
 from shardsync.local import seed
 from shardsync.objects import EVENTS
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.watcher import INVALID_REASON
-from tests.multiprocess.harness import START_WITHIN, replica_flags
 from tests.waits import eventually_sync
 
 pytestmark = pytest.mark.multiprocess
 
 NAME = "invalid-before-start"
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    spec = ClusterSpec(
-        latency=0.005,
-        provider_concurrency=None,
-        replica_flags=replica_flags(interval=10.0),
-        termination_grace=12.0,
-        start_timeout=START_WITHIN,
-    )
-    cluster = Cluster(tmp_path / "cluster", spec)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def endpoint(*targets: str) -> dict[str, Any]:
