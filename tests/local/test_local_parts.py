@@ -3,6 +3,7 @@ StatefulSet it keeps, its control socket, its live table, and its StatefulSet-li
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import time
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import anyio
 import pytest
 
 from shardsync.kube import BlockingKube
-from shardsync.local import control, seed
+from shardsync.local import children, control, seed
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.children import Child, ChildFailed
 from shardsync.local.infra import LocalOptions
@@ -293,6 +294,23 @@ def test_child_reports_an_early_exit_with_its_log(tmp_path: Path) -> None:
     with pytest.raises(ChildFailed, match="broken exited with 2") as info:
         child.wait_for_line("never", timeout=30)
     assert "invalid choice" in str(info.value)
+
+
+def test_a_child_starts_from_compiled_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The package is compiled before the first child starts, so children load bytecode (as the image's
+    replicas do) even where PYTHONDONTWRITEBYTECODE=1 keeps each of them from writing it."""
+    source = Path(children.__file__).resolve().parent.parent / "durations.py"
+    compiled = Path(importlib.util.cache_from_source(str(source)))
+    compiled.unlink(missing_ok=True)
+    monkeypatch.setattr(children, "_compiled", [])
+    child = Child("version", ["--version"], tmp_path / "version.log")
+    child.proc.wait(timeout=30)
+    assert child.returncode == 0
+    header = compiled.read_bytes()[:16]
+    assert header[:4] == importlib.util.MAGIC_NUMBER
+    # An unchecked-timestamp pyc (flags 0) records the source's mtime and size: this one is current.
+    assert int.from_bytes(header[4:8], "little") == 0
+    assert int.from_bytes(header[8:12], "little") == int(source.stat().st_mtime) & 0xFFFFFFFF
 
 
 def test_a_zone_reported_by_two_replicas_counts_once() -> None:
