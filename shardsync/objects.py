@@ -100,6 +100,22 @@ def resource_version(obj: Obj) -> str:
     return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
 
 
+def same_but_version(old: Obj, new: Obj, *ignored: str) -> bool:
+    """Whether two versions of an object are equal but for `metadata.resourceVersion` and the top-level
+    fields `ignored` (say `status`)."""
+    keys = old.keys() - set(ignored)
+    if keys != new.keys() - set(ignored):
+        return False
+    for key in keys:
+        before, after = old[key], new[key]
+        if key == "metadata" and isinstance(before, dict) and isinstance(after, dict):
+            if {**before, "resourceVersion": None} != {**after, "resourceVersion": None}:
+                return False
+        elif before != after:
+            return False
+    return True
+
+
 def object_key(obj: Obj) -> str:
     """`namespace/name`, or `name` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
     meta = obj.get("metadata") or {}

@@ -36,7 +36,7 @@ from shardsync.endpoint import (
 )
 from shardsync.kube import Kube
 from shardsync.manifests import CRD_FILE, CRD_NAME
-from shardsync.objects import ObjectRef, Resource, get, get_str
+from shardsync.objects import ObjectRef, Resource, get, get_str, same_but_version
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
@@ -186,6 +186,13 @@ class DNSEndpointTranslator(Translator):
     def translate(self, key: str, obj: dict[str, Any] | None) -> SourceResult | None:
         self.status.translated(key, obj)
         return None if obj is None else dnsendpoint_endpoints(obj, self.common)
+
+    def unchanged(self, key: str, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        # Translation reads no status: a status write (ours, a peer's) changes nothing but what is due.
+        if not same_but_version(old, new, "status"):
+            return False
+        self.status.status_changed(key, new)
+        return True
 
     def forget(self, key: str) -> None:
         self.status.translated(key, None)

@@ -16,9 +16,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import anyio
+
 from shardsync.flags import FlagGroup
 from shardsync.kube import Kube
-from shardsync.objects import Obj, Resource
+from shardsync.objects import Obj, Resource, same_but_version
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.projections import Projection
 from shardsync.sources.result import SourceResult
@@ -49,6 +51,9 @@ class SourceContext(Generic[OptionsT]):
         lambda resource, namespace, selector, then: False
     )
     retranslate: Callable[[Iterable[str]], None] = lambda keys: None  # queue own objects' keys again
+    # Set once every kind of the watcher has listed: writes to source objects (statuses) wait for it, so
+    # they do not take the API tokens (--kube-api-qps) the first lists need.
+    complete: anyio.Event | None = None
 
 
 class Translator:
@@ -58,6 +63,14 @@ class Translator:
         """The endpoints of the kind's object at cache key `key`; `obj` is None when it is gone or the
         object filters leave it out (drop what is kept about it). None: no endpoints."""
         raise NotImplementedError
+
+    def unchanged(self, key: str, old: Obj, new: Obj) -> bool:
+        """Whether the kind's object at `key`, cached as `old` and now as `new`, translates as before, so
+        it is not translated again. By default when the two are equal but for their resourceVersion: a
+        kind's projection keeps only what its translation reads (sources.projections), so a change of
+        anything else (another controller's annotation, the status of a kind that does not read it) is
+        equal once projected."""
+        return same_but_version(old, new)
 
     def related(self, resource: Resource, key: str, old: Obj | None, new: Obj | None) -> Iterable[str]:
         """A related object changed (`old` None: added, `new` None: deleted): the cache keys of the kind's

@@ -84,6 +84,8 @@ class ProblemReports:
             for problem in self.found.get(key, ()):
                 self._post(problem)
                 posted += 1
+        if posted:
+            log.info("posting the events of problems found before taking office", events=posted)
         return posted
 
     def _post(self, problem: Problem) -> None:

@@ -54,6 +54,7 @@ class StatusWriter:
         self._may_write = context.may_write
         self._holds = context.holds
         self._resync = context.status_resync
+        self._complete = context.complete
         self._max_backoff = context.max_backoff
         self._resource = resource
         self._write = write
@@ -82,6 +83,13 @@ class StatusWriter:
             self._due[key] = None
             self._wake.notify()
 
+    def status_changed(self, key: str, obj: Obj) -> None:
+        """Only the status of the object at `key` changed since its translation: due again if it is ours
+        and now lags (someone reset it)."""
+        if key in self._translated and observed_generation_to_write(obj) is not None:
+            self._due[key] = None
+            self._wake.notify()
+
     def sweep(self) -> None:
         """Look for lagging statuses now (say, once this replica has become the writer)."""
         self._sweep_requested = True
@@ -89,7 +97,9 @@ class StatusWriter:
 
     async def run(self) -> None:
         backoff = Backoff(initial=0.2, maximum=self._max_backoff)
-        ticket = self._wake.ticket()
+        ticket = self._wake.ticket()  # what is found due meanwhile is written once the wait ends
+        if self._complete is not None:
+            await self._complete.wait()  # the first lists go first (SourceContext.complete)
         retry = False
         while True:
             resync = not retry and not await self._wake.wait(ticket, within=self._resync)

@@ -204,6 +204,7 @@ class SourceWatcher:
                 self._informers[resource], namespace, selector, then
             ),
             retranslate=partial(self._queue, kind.name),
+            complete=self.complete,
         )
         source = _Source(kind, kind.start(context))
         self._sources[kind.name] = source
@@ -250,9 +251,10 @@ class SourceWatcher:
     def _on_change(self, resource: Resource, key: str, old: Obj | None, new: Obj | None) -> None:
         for source in self._readers[resource]:
             if resource == source.kind.resource:
-                source.pending[key] = None
                 if source.keeps_read:
                     source.translator.listed(key, new)
+                if old is None or new is None or not source.translator.unchanged(key, old, new):
+                    source.pending[key] = None
             else:
                 source.pending.update(dict.fromkeys(source.translator.related(resource, key, old, new)))
         self._wake.notify()
@@ -443,8 +445,6 @@ class SourceWatcher:
     def request_status_sweep(self) -> None:
         """This replica has become the writer: post the Events of the problems found while it was not and
         still present, and have every kind catch up on its writes (DNSEndpoint statuses) now."""
-        posted = self.problems.taking_office()
-        if posted:
-            log.info("posting the events of problems found before taking office", events=posted)
+        self.problems.taking_office()
         for source in self._sources.values():
             source.translator.catch_up()

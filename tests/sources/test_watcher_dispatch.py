@@ -15,10 +15,12 @@ import pytest
 
 from shardsync.desired import DesiredIndex
 from shardsync.events import EventRecorder
-from shardsync.objects import ObjectRef, Resource, get_str, get_str_list
+from shardsync.objects import ObjectRef, Resource, get_str, get_str_list, same_but_version
+from shardsync.sources import service as service_module
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, SourceResult
+from shardsync.sources.service import SERVICES
 from shardsync.sources.watcher import INVALID_REASON, SourceWatcher, WatchOptions
 from tests.waits import eventually
 
@@ -285,3 +287,58 @@ def test_a_source_not_in_the_table_is_refused() -> None:
         SourceWatcher(
             FakeKube(), WatchOptions(sources=("widget", "nothing")), DesiredIndex(), print, table=TABLE
         )
+
+
+def test_same_but_version_ignores_the_resource_version_and_the_fields_named() -> None:
+    base: dict[str, Any] = {
+        "metadata": {"name": "a", "resourceVersion": "1", "labels": {"k": "v"}},
+        "spec": {"x": 1},
+    }
+    assert same_but_version(base, {**base, "metadata": {**base["metadata"], "resourceVersion": "2"}})
+    assert not same_but_version(base, {**base, "metadata": {**base["metadata"], "labels": {}}})
+    assert not same_but_version(base, {**base, "spec": {"x": 2}})
+    assert not same_but_version(base, {**base, "status": {"o": 1}})
+    assert same_but_version(base, {**base, "status": {"o": 1}}, "status")
+    assert not same_but_version(base, {"metadata": base["metadata"]}, "status")
+
+
+async def test_a_change_the_projection_drops_is_not_translated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Service's projection keeps what its translation reads; a change of anything else (here
+    `spec.sessionAffinity`, or a resync's new resourceVersion) is equal once projected and is not
+    translated again, while a change of what it reads is."""
+    seen: list[str] = []
+    real = service_module.service_endpoints
+
+    def counting(obj: dict[str, Any], **kwargs: Any) -> SourceResult:
+        seen.append(obj["status"]["loadBalancer"]["ingress"][0]["ip"])
+        return real(obj, **kwargs)
+
+    monkeypatch.setattr(service_module, "service_endpoints", counting)
+
+    def svc(address: str, affinity: str) -> dict[str, Any]:
+        return {
+            "metadata": {
+                "name": "web",
+                "namespace": "default",
+                "annotations": {"external-dns.alpha.kubernetes.io/hostname": "web.ex.com"},
+            },
+            "spec": {"type": "LoadBalancer", "sessionAffinity": affinity},
+            "status": {"loadBalancer": {"ingress": [{"ip": address}]}},
+        }
+
+    kube = FakeKube()
+    kube.put(SERVICES, svc("192.0.2.1", "None"))
+    desired = DesiredIndex(["ex.com"])
+    watcher = SourceWatcher(kube, WatchOptions(sources=("service",)), desired, lambda zones: None)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        with anyio.fail_after(5):
+            await watcher.synced.wait()
+        assert seen == ["192.0.2.1"]
+        kube.emit(SERVICES, "MODIFIED", svc("192.0.2.1", "ClientIP"))
+        await anyio.sleep(0.1)  # a translation, were there one, runs meanwhile
+        assert seen == ["192.0.2.1"]
+        kube.emit(SERVICES, "MODIFIED", svc("192.0.2.2", "ClientIP"))
+        await eventually(lambda: [e.targets for e in desired.desired("ex.com")] == [("192.0.2.2",)])
+        assert seen == ["192.0.2.1", "192.0.2.2"]
+        tg.cancel_scope.cancel()
