@@ -51,15 +51,18 @@ class Informer:
     name: str = ""  # in logs and metric labels; the resource's plural when ""
     # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    # Objects per list request (0: one request). client-go's pager uses 500; a page of 500 Pods as an API
-    # server returns them decodes to ~5 MiB, all of it on top of the caches at the peak.
-    page_size: int = 250
+    # Objects per list request (0: one request), as client-go's pager. Each page costs a token of
+    # --kube-api-qps, and no zone is written before every kind has listed: at the default 5/s, a replica
+    # over 35,000 objects wrote its first zone after ~19 s in pages of 500, ~35 s in pages of 250 (bench
+    # memory_at_scale, full profile). A page of 500 Pods as an API server returns them decodes to ~5 MiB,
+    # on top of the caches at the peak (one page at a time: list_slots).
+    page_size: int = 500
     # Awaited after each page of a list has been put in the cache and reported (see relist).
     on_page: Callable[[], Awaitable[None]] | None = None
     # Keep each cached object as compact JSON, decoded when read (shardsync.packed): for caches read by key.
     packed: bool = False
     # Shared by informers whose list pages should not be read (and decoded, whole) at the same time: a page
-    # of 250 Pods as an API server sends them is ~2 MiB parsed, and every informer of a replica lists at
+    # of 500 Pods as an API server sends them is ~5 MiB parsed, and every informer of a replica lists at
     # start-up together.
     list_slots: anyio.CapacityLimiter | None = None
     # Asked of an object as listed or watched (whole, before `project`) when its key is not cached: False
