@@ -14,6 +14,7 @@ spends, counted in the bench's CPU figures and paid by every multi-process test.
 from __future__ import annotations
 
 import compileall
+import functools
 import os
 import re
 import signal
@@ -24,15 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-_compiled: list[bool] = []
 
 
+@functools.cache
 def compile_package() -> bool:
     """Compile shardsync's modules to bytecode beside them, once per process; False when the tree is not
     writable (the children then compile from source, as before: slower, not wrong)."""
-    if not _compiled:
-        _compiled.append(bool(compileall.compile_dir(_PACKAGE, quiet=2, workers=1)))
-    return _compiled[0]
+    return bool(compileall.compile_dir(_PACKAGE, quiet=2, workers=1))
 
 
 class ChildFailed(RuntimeError):

@@ -296,13 +296,13 @@ def test_child_reports_an_early_exit_with_its_log(tmp_path: Path) -> None:
     assert "invalid choice" in str(info.value)
 
 
-def test_a_child_starts_from_compiled_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_child_starts_from_compiled_bytecode(tmp_path: Path) -> None:
     """The package is compiled before the first child starts, so children load bytecode (as the image's
     replicas do) even where PYTHONDONTWRITEBYTECODE=1 keeps each of them from writing it."""
     source = Path(children.__file__).resolve().parent.parent / "durations.py"
     compiled = Path(importlib.util.cache_from_source(str(source)))
     compiled.unlink(missing_ok=True)
-    monkeypatch.setattr(children, "_compiled", [])
+    children.compile_package.cache_clear()
     child = Child("version", ["--version"], tmp_path / "version.log")
     child.proc.wait(timeout=30)
     assert child.returncode == 0
