@@ -13,6 +13,7 @@ import datetime
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import durationpy
 
@@ -247,6 +248,23 @@ def parse(raw: Mapping[str, str] | None) -> Annotations:
         keys=keys,
         problems=tuple(problems),
     )
+
+
+def hostnames_of(raw: Mapping[str, Any] | None, internal: bool = False) -> list[str]:
+    """Only the names of the `hostname` annotation (and of `internal-hostname` with `internal`), as `parse`
+    reads them: what a sharded replica asks of every object it lists to place it, most of them objects of
+    other replicas' zones, so it looks up these few keys instead of parsing every annotation. `raw` may be
+    an object's annotations as decoded (values that are not strings are ignored, as `parse` ignores them)."""
+    if not raw:
+        return []
+    out: list[str] = []
+    for name in (HOSTNAME, INTERNAL_HOSTNAME) if internal else (HOSTNAME,):
+        for prefix in PREFIXES:
+            value = raw.get(prefix + name)
+            if isinstance(value, str):
+                out += [item for item in split_list(value) if item]
+                break
+    return out
 
 
 def targets_of(raw: Mapping[str, str] | None) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardsync.flags import FlagGroup, mirrored
-from shardsync.objects import ObjectRef, Resource, get_list, get_str, get_str_list, get_str_map
+from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions
@@ -143,7 +143,8 @@ def ingress_names(ing: Obj, common: SourceOptions) -> list[str] | None:
         return None
     names = [get_str(rule, "host") for rule in get_list(ing, "spec", "rules")]
     names += [host for tls in get_list(ing, "spec", "tls") for host in get_str_list(tls, "hosts")]
-    names += ann.parse(get_str_map(ing, "metadata", "annotations")).hostnames
+    raw = get(ing, "metadata", "annotations")
+    names += ann.hostnames_of(raw if isinstance(raw, Mapping) else None)
     return [name for name in names if name]
 
 

@@ -100,8 +100,8 @@ def service_names(svc: Obj, common: SourceOptions) -> list[str] | None:
         return None
     if common.ignore_hostname_annotation:
         return []
-    parsed = ann.parse(get_str_map(svc, "metadata", "annotations"))
-    return [*parsed.hostnames, *parsed.internal_hostnames]
+    raw = get(svc, "metadata", "annotations")
+    return ann.hostnames_of(raw if isinstance(raw, Mapping) else None, internal=True)
 
 
 def pod_key(namespace: str, name: str) -> str:

@@ -203,3 +203,25 @@ def test_parse_never_raises(raw: dict[str, str]) -> None:
     )
     for problem in parsed.problems:
         assert problem.key in raw
+
+
+RAW_VALUES = st.one_of(VALUES, st.integers(), st.none(), st.lists(st.text(max_size=5), max_size=2))
+
+
+@given(st.dictionaries(KEYS, RAW_VALUES, max_size=8))
+def test_hostnames_of_reads_what_parse_reads(raw: dict[str, object]) -> None:
+    # The sharded replica's quick look (every listed object) must place an object by the very names its
+    # translation will use: a name parse reads and hostnames_of missed would leave records unwritten.
+    strings = {k: v for k, v in raw.items() if isinstance(v, str)}
+    parsed = ann.parse(strings)
+    assert ann.hostnames_of(raw) == list(parsed.hostnames)
+    assert ann.hostnames_of(raw, internal=True) == [*parsed.hostnames, *parsed.internal_hostnames]
+
+
+def test_hostnames_of_new_prefix_wins_and_empty_entries_go() -> None:
+    raw = {ALPHA + "hostname": "old.example.com", GA + "hostname": "a.example.com,, b.example.com"}
+    raw[ALPHA + "internal-hostname"] = "in.example.com"
+    assert ann.hostnames_of(raw) == ["a.example.com", "b.example.com"]
+    assert ann.hostnames_of(raw, internal=True) == ["a.example.com", "b.example.com", "in.example.com"]
+    assert ann.hostnames_of({GA + "hostname": 7, ALPHA + "hostname": "x.example.com"}) == ["x.example.com"]
+    assert ann.hostnames_of(None) == []
