@@ -20,9 +20,6 @@ from dataclasses import dataclass
 
 from shardsync.flags import ConfigError, Flag, FlagGroup
 from shardsync.providers.base import Provider
-from shardsync.providers.fake.client import FakeHTTPProvider
-from shardsync.providers.fake.provider import FakeProvider
-from shardsync.providers.fake.store import FakeStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +58,11 @@ FLAGS = FlagGroup(
 
 
 def build(options: FakeOptions, identity: str) -> Provider:
+    # Imported only when fake is the provider: a replica of a real provider never loads aiohttp.
+    from shardsync.providers.fake.client import FakeHTTPProvider
+    from shardsync.providers.fake.provider import FakeProvider
+    from shardsync.providers.fake.store import FakeStore
+
     if options.provider_url:
         return FakeHTTPProvider(options.provider_url, identity)
     store = FakeStore()

@@ -9,10 +9,12 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shardsync.flags import ConfigError, Flag, FlagGroup, duration, mirrored
-from shardsync.providers.rfc2136.messages import TSIG_ALGORITHMS
-from shardsync.providers.rfc2136.provider import Rfc2136Provider
+
+if TYPE_CHECKING:
+    from shardsync.providers.rfc2136.provider import Rfc2136Provider
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,9 @@ def _validate_tsig(o: Rfc2136Options) -> None:
     A bad value is a usage error (ConfigError); a secret file that cannot be read is the environment's
     (OSError, naming the file).
     """
+    # dnspython is imported only when rfc2136 is the provider (its flags are validated only then).
+    from shardsync.providers.rfc2136.messages import TSIG_ALGORITHMS
+
     if o.tsig_secret_alg.lower().rstrip(".") not in TSIG_ALGORITHMS:
         raise ConfigError(
             f"--rfc2136-tsig-secret-alg={o.tsig_secret_alg}: not supported; use one of "
@@ -142,6 +147,8 @@ FLAGS = FlagGroup(
 
 def build(options: Rfc2136Options, identity: str) -> Rfc2136Provider:
     """The provider `--provider=rfc2136` and its `--rfc2136-*` flags describe."""
+    from shardsync.providers.rfc2136.provider import Rfc2136Provider  # dnspython: only when used
+
     return Rfc2136Provider(
         options.host,
         options.port,
