@@ -250,12 +250,13 @@ def parse(raw: Mapping[str, str] | None) -> Annotations:
     )
 
 
-def hostnames_of(raw: Mapping[str, Any] | None, internal: bool = False) -> list[str]:
+def hostnames_of(raw: Any, internal: bool = False) -> list[str]:
     """Only the names of the `hostname` annotation (and of `internal-hostname` with `internal`), as `parse`
     reads them: what a sharded replica asks of every object it lists to place it, most of them objects of
-    other replicas' zones, so it looks up these few keys instead of parsing every annotation. `raw` may be
-    an object's annotations as decoded (values that are not strings are ignored, as `parse` ignores them)."""
-    if not raw:
+    other replicas' zones, so it looks up these few keys instead of parsing every annotation. `raw` is an
+    object's `metadata.annotations` as decoded, whatever it holds (not a mapping: no names; values that are
+    not strings are ignored, as `parse` ignores them)."""
+    if not raw or not isinstance(raw, Mapping):
         return []
     out: list[str] = []
     for name in (HOSTNAME, INTERNAL_HOSTNAME) if internal else (HOSTNAME,):

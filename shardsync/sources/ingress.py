@@ -143,8 +143,7 @@ def ingress_names(ing: Obj, common: SourceOptions) -> list[str] | None:
         return None
     names = [get_str(rule, "host") for rule in get_list(ing, "spec", "rules")]
     names += [host for tls in get_list(ing, "spec", "tls") for host in get_str_list(tls, "hosts")]
-    raw = get(ing, "metadata", "annotations")
-    names += ann.hostnames_of(raw if isinstance(raw, Mapping) else None)
+    names += ann.hostnames_of(get(ing, "metadata", "annotations"))
     return [name for name in names if name]
 
 

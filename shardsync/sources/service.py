@@ -100,8 +100,7 @@ def service_names(svc: Obj, common: SourceOptions) -> list[str] | None:
         return None
     if common.ignore_hostname_annotation:
         return []
-    raw = get(svc, "metadata", "annotations")
-    return ann.hostnames_of(raw if isinstance(raw, Mapping) else None, internal=True)
+    return ann.hostnames_of(get(svc, "metadata", "annotations"), internal=True)
 
 
 def pod_key(namespace: str, name: str) -> str:

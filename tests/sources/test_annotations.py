@@ -225,3 +225,4 @@ def test_hostnames_of_new_prefix_wins_and_empty_entries_go() -> None:
     assert ann.hostnames_of(raw, internal=True) == ["a.example.com", "b.example.com", "in.example.com"]
     assert ann.hostnames_of({GA + "hostname": 7, ALPHA + "hostname": "x.example.com"}) == ["x.example.com"]
     assert ann.hostnames_of(None) == []
+    assert ann.hostnames_of(["external-dns.kubernetes.io/hostname"]) == []  # a malformed annotations field
