@@ -24,6 +24,7 @@ from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.objects import Resource, object_key, resource_version
 from shardsync.packed import PackedCache
+from shardsync.slim_json import decoder_for
 
 log = get_logger(__name__)
 
@@ -50,12 +51,13 @@ class Informer:
     watch_timeout: int = 60
     name: str = ""  # in logs and metric labels; the resource's plural when ""
     # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
+    # One registered with shardsync.slim_json is given objects decoded to the fields it reads alone.
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # Objects per list request (0: one request), as client-go's pager. Each page costs a token of
     # --kube-api-qps, and no zone is written before every kind has listed: at the default 5/s, a replica
     # over 35,000 objects wrote its first zone after ~19 s in pages of 500, ~35 s in pages of 250 (bench
-    # memory_at_scale, full profile). A page of 500 Pods as an API server returns them decodes to ~5 MiB,
-    # on top of the caches at the peak (one page at a time: list_slots).
+    # memory_at_scale, full profile). A page of 500 Pods as an API server returns them decodes whole to
+    # ~5 MiB, on top of the caches at the peak (one page at a time: list_slots).
     page_size: int = 500
     # Awaited after each page of a list has been put in the cache and reported (see relist).
     on_page: Callable[[], Awaitable[None]] | None = None
@@ -65,7 +67,7 @@ class Informer:
     # of 500 Pods as an API server sends them is ~5 MiB parsed, and every informer of a replica lists at
     # start-up together.
     list_slots: anyio.CapacityLimiter | None = None
-    # Asked of an object as listed or watched (whole, before `project`) when its key is not cached: False
+    # Asked of an object as listed or watched (before `project`) when its key is not cached: False
     # leaves it out, unreported and untracked (not even as forgotten: a sweep puts such objects back,
     # `put_back`). A sharded replica leaves out the objects of other replicas' zones this way
     # (sources.shard_cache).
@@ -101,6 +103,7 @@ class Informer:
         caller that drops what it does not need (`forget`) after each page never holds all of it either.
         Objects gone from the list are reported at the end."""
         project, admit = self.project, self.admit
+        slim = decoder_for(project)  # objects decoded to what `project` reads, when it says what that is
         cache = self.cache
         seen: set[str] = set()
         token = ""
@@ -113,6 +116,7 @@ class Informer:
                     field_selector=self.field_selector,
                     limit=self.page_size or None,
                     continue_token=token,
+                    decode=None if slim is None else slim.page,
                 )
             meta = body.get("metadata") or {}
             token = str(meta.get("continue") or "") if self.page_size else ""
@@ -234,6 +238,7 @@ class Informer:
                     await self.relist()
                     need_list = False
                 started = time.monotonic()
+                slim = decoder_for(self.project)
                 await self.kube.watch(
                     self.resource,
                     namespace=self.namespace,
@@ -242,6 +247,7 @@ class Informer:
                     label_selector=self.label_selector,
                     field_selector=self.field_selector,
                     timeout_seconds=self.watch_timeout,
+                    decode=None if slim is None else slim.event,
                 )
                 if time.monotonic() - started < 1.0:
                     # A watch the server ends at once (shutting down, overloaded) must not become a hot loop.

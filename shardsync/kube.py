@@ -40,6 +40,7 @@ from shardsync.objects import Obj, Resource
 P = ParamSpec("P")
 R = TypeVar("R")
 PatchType = Literal["merge", "strategic", "json"]
+Decode = Callable[[Any], Any]  # a response body or watch line (bytes or str) to its JSON value
 _PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -208,8 +209,8 @@ class _Transport:
         self.health.succeeded()
         return response.response
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Obj:
-        """`open` and parse the answer; KubeError on any failure."""
+    def request(self, method: str, path: str, decode: Decode | None = None, **kwargs: Any) -> Obj:
+        """`open` and parse the answer (with `decode`, else whole); KubeError on any failure."""
         kwargs["timeout"] = self.limits.timeout(kwargs.get("timeout"))
         try:
             data = self.open(method, path, **kwargs).data
@@ -217,7 +218,7 @@ class _Transport:
             raise _translate(exc) from exc
         if not data:
             return {}
-        parsed = orjson.loads(data)
+        parsed = (decode or orjson.loads)(data)
         return parsed if isinstance(parsed, dict) else {}
 
 
@@ -266,12 +267,14 @@ class BlockingKube:
         limit: int | None = None,
         continue_token: str = "",
         request_timeout: Timeout | None = None,
+        decode: Decode | None = None,  # the body's parser, else orjson (shardsync.slim_json)
     ) -> Obj:
         """A list body (`items`, `metadata.resourceVersion`); every namespace when `namespace` is "".
         With `limit`, one page: `metadata.continue` (when not "") asks for the next as `continue_token`."""
         return self.transport.request(
             "GET",
             resource.path(namespace),
+            decode,
             query=_query(label_selector, field_selector, limit, continue_token),
             timeout=as_pair(request_timeout),
         )
@@ -376,6 +379,7 @@ class Kube:
         label_selector: str = "",
         field_selector: str = "",
         timeout_seconds: int = 60,
+        decode: Decode | None = None,  # each event line's parser, else orjson (shardsync.slim_json)
     ) -> None:
         """Call `handle(type, object)` on the event loop for each event, until the server ends the watch.
 
@@ -403,7 +407,7 @@ class Kube:
                     timeout=(REQUEST_TIMEOUT[0], timeout_seconds + 15),
                 )
                 holder["resp"] = resp
-                for etype, obj in _events(resp):
+                for etype, obj in _events(resp, decode or orjson.loads):
                     if closed.is_set():
                         return
                     anyio.from_thread.run_sync(handle, etype, obj)
@@ -420,12 +424,12 @@ class Kube:
                 _abort(resp)
 
 
-def _events(resp: Any) -> Iterator[tuple[str, Obj]]:
+def _events(resp: Any, decode: Decode) -> Iterator[tuple[str, Obj]]:
     """The (type, object) events of a watch stream; an ERROR event raises KubeError with its code."""
     for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
         if not line:
             continue
-        event = orjson.loads(line)
+        event = decode(line)
         etype, obj = event["type"], event["object"]
         if etype == "ERROR":
             raise KubeError(int(obj.get("code") or 0), str(obj.get("reason") or ""), obj)
@@ -433,12 +437,9 @@ def _events(resp: Any) -> Iterator[tuple[str, Obj]]:
 
 
 def _abort(resp: Any) -> None:
-    """Stop a streaming response now, from another thread than the one reading it.
-
-    `close()` alone waits for the reader's current recv() to return, which on a quiet watch is the
-    server's next bookmark (up to a minute) — with the event loop frozen meanwhile. Shutting the socket
-    down first makes that recv() return at once.
-    """
+    """Stop a streaming response now, from another thread than the one reading it. `close()` alone waits
+    for the reader's current recv() to return, which on a quiet watch is the server's next bookmark (up
+    to a minute), with the event loop frozen meanwhile; shutting the socket down first returns it at once."""
     conn = getattr(resp, "connection", None)
     sock = getattr(conn, "sock", None)
     if sock is not None:

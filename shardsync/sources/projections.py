@@ -27,6 +27,10 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from shardsync import slim_json
 from shardsync.sources.annotations import PREFIXES
 
 Obj = dict[str, Any]
@@ -135,6 +139,43 @@ def pod(obj: Obj) -> Obj:
     if status:
         out["status"] = status
     return out
+
+
+# What `pod` reads of a Pod, and what the service kind's Pod admission reads (namespace, labels): the
+# fields a Pod is decoded to (shardsync.slim_json). A field is kept whatever JSON it holds; a null object
+# or list is kept as null, as `pod` sees it decoded whole.
+class _PodMetadata(msgspec.Struct, omit_defaults=True):
+    name: Any = UNSET
+    namespace: Any = UNSET
+    resourceVersion: Any = UNSET
+    labels: Any = UNSET
+    annotations: Any = UNSET
+    deletionTimestamp: Any = UNSET
+
+
+class _PodSpec(msgspec.Struct, omit_defaults=True):
+    hostname: Any = UNSET
+    nodeName: Any = UNSET
+
+
+class _PodCondition(msgspec.Struct, omit_defaults=True):
+    type: Any = UNSET
+    status: Any = UNSET
+
+
+class _PodStatus(msgspec.Struct, omit_defaults=True):
+    phase: Any = UNSET
+    hostIP: Any = UNSET
+    conditions: list[_PodCondition] | UnsetType | None = UNSET
+
+
+class PodFields(msgspec.Struct, omit_defaults=True):
+    metadata: _PodMetadata | UnsetType | None = UNSET
+    spec: _PodSpec | UnsetType | None = UNSET
+    status: _PodStatus | UnsetType | None = UNSET
+
+
+slim_json.register(pod, PodFields)
 
 
 def node(obj: Obj) -> Obj:
