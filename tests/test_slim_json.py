@@ -1,6 +1,6 @@
 """shardsync.slim_json: objects decoded to the fields a projection reads project exactly as whole ones do, on
-generated Pods of any shape (odd types and nulls included), in list pages and watch events alike; what the
-decoder cannot fit is decoded whole; an informer on the embedded API server uses it for Pods."""
+generated Pods and Services of any shape (odd types and nulls included), in list pages and watch events
+alike; what the decoder cannot fit is decoded whole; an informer on the embedded API server uses it."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from shardsync import slim_json
 from shardsync.informer import Informer
 from shardsync.kube import Kube, load_api_client
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import get_str_map, object_key
+from shardsync.objects import get, get_str_map, object_key
 from shardsync.sources import projections
+from shardsync.sources.annotations import hostnames_of
 from shardsync.sources.service import PODS
 from tests.waits import eventually
 
@@ -51,9 +52,11 @@ annotation_maps = st.one_of(
 )
 
 
-def some_of(**fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
-    """Objects with any subset of `fields`, plus keys no projection reads."""
-    return st.fixed_dictionaries({}, optional={**fields, "managedFields": json_value, "extra": json_value})
+def some_of(*, extra: bool = True, **fields: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Objects with any subset of `fields`, plus keys no projection reads (`extra`: one the API does not
+    define either; ObjectMeta has none such)."""
+    unread = {"managedFields": json_value, **({"extra": json_value} if extra else {})}
+    return st.fixed_dictionaries({}, optional={**fields, **unread})
 
 
 conditions = st.lists(
@@ -97,7 +100,7 @@ def outcome(read: Any, obj: Any) -> tuple[str, Any]:
         return "raised", type(exc)
 
 
-def reads(item: Any) -> list[tuple[str, Any]]:
+def pod_reads(item: Any) -> list[tuple[str, Any]]:
     """What an informer of Pods reads of a listed object: its key, what admission reads, the slim copy."""
     return [
         outcome(object_key, item),
@@ -106,22 +109,82 @@ def reads(item: Any) -> list[tuple[str, Any]]:
     ]
 
 
+def service_reads(item: Any) -> list[tuple[str, Any]]:
+    """What an informer of Services reads of a listed object: its key, the names that place it, the copy."""
+    return [
+        outcome(object_key, item),
+        outcome(lambda o: hostnames_of(get(o, "metadata", "annotations"), internal=True), item),
+        outcome(projections.service, item),
+    ]
+
+
+services = st.one_of(
+    some_of(
+        apiVersion=value,
+        kind=value,
+        metadata=st.one_of(
+            some_of(
+                extra=False,
+                **{
+                    name: value
+                    for name in ("name", "namespace", "resourceVersion", "uid", "creationTimestamp")
+                },
+                labels=labels,
+                annotations=annotation_maps,
+                ownerReferences=json_value,
+                finalizers=json_value,
+            ),
+            st.one_of(json_leaf, st.lists(json_value, max_size=2)),  # an object has only ObjectMeta's keys
+        ),
+        spec=st.one_of(
+            some_of(
+                type=st.one_of(st.sampled_from(["LoadBalancer", "NodePort", "ClusterIP"]), value),
+                clusterIP=value,
+                clusterIPs=json_value,
+                externalIPs=json_value,
+                selector=labels,
+                ports=json_value,
+                sessionAffinity=value,
+            ),
+            json_value,
+        ),
+        status=st.one_of(some_of(loadBalancer=json_value, conditions=json_value), json_value),
+    ),
+    json_value,
+)
+CASES = {
+    "pods": (projections.pod, pods, pod_reads),
+    "services": (projections.service, services, service_reads),
+}
+
+
+def decoder(kind: str) -> slim_json.SlimDecoder:
+    found = slim_json.decoder_for(CASES[kind][0])
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize("kind", CASES)
 @settings(max_examples=300, deadline=None)
-@given(items=st.lists(pods, max_size=4), meta=some_of(resourceVersion=value, **{"continue": value}))
-def test_a_page_decoded_slim_reads_as_the_whole_page(items: list[Any], meta: dict[str, Any]) -> None:
-    assert DECODER is not None
-    data = orjson.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": meta, "items": items})
-    whole, slim = orjson.loads(data), DECODER.page(data)
+@given(data=st.data(), meta=st.fixed_dictionaries({}, optional={"resourceVersion": value, "continue": value}))
+def test_a_page_decoded_slim_reads_as_the_whole_page(
+    kind: str, data: st.DataObject, meta: dict[str, Any]
+) -> None:
+    _, objects, reads = CASES[kind]
+    items = data.draw(st.lists(objects, max_size=4))
+    body = orjson.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items})
+    whole, slim = orjson.loads(body), decoder(kind).page(body)
     assert slim.get("metadata") == whole["metadata"]
     assert [reads(i) for i in slim["items"]] == [reads(i) for i in whole["items"]]
 
 
+@pytest.mark.parametrize("kind", CASES)
 @settings(max_examples=200, deadline=None)
-@given(etype=st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]), pod=pods)
-def test_an_event_decoded_slim_reads_as_the_whole_event(etype: str, pod: Any) -> None:
-    assert DECODER is not None
-    line = orjson.dumps({"type": etype, "object": pod}).decode()  # the watch stream's lines are str
-    whole, slim = orjson.loads(line), DECODER.event(line)
+@given(data=st.data(), etype=st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]))
+def test_an_event_decoded_slim_reads_as_the_whole_event(kind: str, data: st.DataObject, etype: str) -> None:
+    _, objects, reads = CASES[kind]
+    line = orjson.dumps({"type": etype, "object": data.draw(objects)}).decode()  # a watch stream's lines: str
+    whole, slim = orjson.loads(line), decoder(kind).event(line)
     assert slim["type"] == etype
     assert reads(slim["object"]) == reads(whole["object"])
 
@@ -138,7 +201,7 @@ def test_what_the_fields_do_not_fit_is_decoded_whole() -> None:
 
 
 def test_only_a_registered_projection_has_a_decoder() -> None:
-    assert DECODER is not None
+    assert DECODER is not None and slim_json.decoder_for(projections.service) is not None
     assert slim_json.decoder_for(projections.node) is None  # kept whole until it says what it reads
     assert slim_json.decoder_for(None) is None
 

@@ -264,3 +264,43 @@ def service(obj: Obj) -> Obj:
     if status:
         out["status"] = status
     return out
+
+
+# What `service` reads of a Service, and what the service kind's placement reads (its annotations): the
+# fields a Service is decoded to (shardsync.slim_json). Its metadata is kept whole but for the bookkeeping,
+# so the Struct names every ObjectMeta field the Kubernetes API defines but `managedFields`.
+_OBJECT_META = (
+    *_IDENTITY_FIELDS,
+    "generateName",
+    "selfLink",
+    "uid",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+)
+
+
+def _fields(name: str, names: tuple[str, ...]) -> type[msgspec.Struct]:
+    """A Struct of `names`, each optional and of any JSON type."""
+    return msgspec.defstruct(name, [(n, Any, UNSET) for n in names], omit_defaults=True)
+
+
+_ServiceMetadata = _fields("_ServiceMetadata", _OBJECT_META)
+_ServiceSpec = _fields("_ServiceSpec", _SERVICE_SPEC)
+_ServiceStatus = _fields("_ServiceStatus", ("loadBalancer",))
+ServiceFields = msgspec.defstruct(
+    "ServiceFields",
+    [
+        ("apiVersion", Any, UNSET),
+        ("metadata", _ServiceMetadata | None, UNSET),
+        ("spec", _ServiceSpec | None, UNSET),
+        ("status", _ServiceStatus | None, UNSET),
+    ],
+    omit_defaults=True,
+)
+slim_json.register(service, ServiceFields)
