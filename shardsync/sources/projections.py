@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from shardsync import slim_json
 from shardsync.sources.annotations import PREFIXES
@@ -141,40 +141,24 @@ def pod(obj: Obj) -> Obj:
     return out
 
 
+def _fields(name: str, names: tuple[str, ...], **typed: Any) -> type[msgspec.Struct]:
+    """A Struct of `names`, each optional and of any JSON type, and of `typed` (optional, of that type)."""
+    fields = [(n, Any, UNSET) for n in names] + [(n, t, UNSET) for n, t in typed.items()]
+    return msgspec.defstruct(name, fields, omit_defaults=True)
+
+
 # What `pod` reads of a Pod, and what the service kind's Pod admission reads (namespace, labels): the
 # fields a Pod is decoded to (shardsync.slim_json). A field is kept whatever JSON it holds; a null object
 # or list is kept as null, as `pod` sees it decoded whole.
-class _PodMetadata(msgspec.Struct, omit_defaults=True):
-    name: Any = UNSET
-    namespace: Any = UNSET
-    resourceVersion: Any = UNSET
-    labels: Any = UNSET
-    annotations: Any = UNSET
-    deletionTimestamp: Any = UNSET
-
-
-class _PodSpec(msgspec.Struct, omit_defaults=True):
-    hostname: Any = UNSET
-    nodeName: Any = UNSET
-
-
-class _PodCondition(msgspec.Struct, omit_defaults=True):
-    type: Any = UNSET
-    status: Any = UNSET
-
-
-class _PodStatus(msgspec.Struct, omit_defaults=True):
-    phase: Any = UNSET
-    hostIP: Any = UNSET
-    conditions: list[_PodCondition] | UnsetType | None = UNSET
-
-
-class PodFields(msgspec.Struct, omit_defaults=True):
-    metadata: _PodMetadata | UnsetType | None = UNSET
-    spec: _PodSpec | UnsetType | None = UNSET
-    status: _PodStatus | UnsetType | None = UNSET
-
-
+_POD_META = (*_IDENTITY_FIELDS, "labels", "annotations", "deletionTimestamp")
+_PodConditions: Any = list[_fields("_PodCondition", ("type", "status"))]  # type: ignore[misc]
+PodFields = _fields(
+    "PodFields",
+    (),
+    metadata=_fields("_PodMetadata", _POD_META) | None,
+    spec=_fields("_PodSpec", ("hostname", "nodeName")) | None,
+    status=_fields("_PodStatus", ("phase", "hostIP"), conditions=_PodConditions | None) | None,
+)
 slim_json.register(pod, PodFields)
 
 
@@ -285,22 +269,11 @@ _OBJECT_META = (
 )
 
 
-def _fields(name: str, names: tuple[str, ...]) -> type[msgspec.Struct]:
-    """A Struct of `names`, each optional and of any JSON type."""
-    return msgspec.defstruct(name, [(n, Any, UNSET) for n in names], omit_defaults=True)
-
-
-_ServiceMetadata = _fields("_ServiceMetadata", _OBJECT_META)
-_ServiceSpec = _fields("_ServiceSpec", _SERVICE_SPEC)
-_ServiceStatus = _fields("_ServiceStatus", ("loadBalancer",))
-ServiceFields = msgspec.defstruct(
+ServiceFields = _fields(
     "ServiceFields",
-    [
-        ("apiVersion", Any, UNSET),
-        ("metadata", _ServiceMetadata | None, UNSET),
-        ("spec", _ServiceSpec | None, UNSET),
-        ("status", _ServiceStatus | None, UNSET),
-    ],
-    omit_defaults=True,
+    ("apiVersion",),
+    metadata=_fields("_ServiceMetadata", _OBJECT_META) | None,
+    spec=_fields("_ServiceSpec", _SERVICE_SPEC) | None,
+    status=_fields("_ServiceStatus", ("loadBalancer",)) | None,
 )
 slim_json.register(service, ServiceFields)
