@@ -19,6 +19,12 @@ A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to ~1.4 KiB
 where the informer keeps them as JSON (shardsync.packed). In the caches kept parsed, what many objects
 repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small values (a
 Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
+
+A projection may also say which fields it reads as a msgspec Struct (`PodFields`, `ServiceFields`): its
+informer then decodes list pages and watch lines to those fields alone (shardsync.slim_json), so the rest
+of a Pod (containers, volumes, statuses) or a Service (managedFields) is never built. A Struct must name
+every field its projection reads, and what the informer's `admit` reads: tests/test_slim_json.py checks
+both on generated objects.
 """
 
 from __future__ import annotations
@@ -267,8 +273,6 @@ _OBJECT_META = (
     "ownerReferences",
     "finalizers",
 )
-
-
 ServiceFields = _fields(
     "ServiceFields",
     ("apiVersion",),
