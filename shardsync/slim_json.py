@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 import orjson
 
-Obj = dict[str, Any]
+from shardsync.objects import Obj
 
 _WHOLE = (msgspec.ValidationError, msgspec.DecodeError)
 
