@@ -20,9 +20,9 @@ where the informer keeps them as JSON (shardsync.packed). In the caches kept par
 repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small values (a
 Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
 
-A projection may also say which fields it reads as a msgspec Struct (`PodFields`, `ServiceFields`): its
+A projection may also say which fields it reads as a TypedDict (`PodFields`, `ServiceFields`): its
 informer then decodes list pages and watch lines to those fields alone (shardsync.slim_json), so the rest
-of a Pod (containers, volumes, statuses) or a Service (managedFields) is never built. A Struct must name
+of a Pod (containers, volumes, statuses) or a Service (managedFields) is never built. It must name
 every field its projection reads, and what the informer's `admit` reads: tests/test_slim_json.py checks
 both on generated objects.
 """
@@ -32,9 +32,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
-
-import msgspec
-from msgspec import UNSET
 
 from shardsync import slim_json
 from shardsync.sources.annotations import PREFIXES
@@ -147,10 +144,7 @@ def pod(obj: Obj) -> Obj:
     return out
 
 
-def _fields(name: str, names: tuple[str, ...], **typed: Any) -> type[msgspec.Struct]:
-    """A Struct of `names`, each optional and of any JSON type, and of `typed` (optional, of that type)."""
-    fields = [(n, Any, UNSET) for n in names] + [(n, t, UNSET) for n, t in typed.items()]
-    return msgspec.defstruct(name, fields, omit_defaults=True)
+_fields = slim_json.fields_of  # what a slim decode keeps: a TypedDict of these names
 
 
 # What `pod` reads of a Pod, and what the service kind's Pod admission reads (namespace, labels): the
@@ -258,7 +252,7 @@ def service(obj: Obj) -> Obj:
 
 # What `service` reads of a Service, and what the service kind's placement reads (its annotations): the
 # fields a Service is decoded to (shardsync.slim_json). Its metadata is kept whole but for the bookkeeping,
-# so the Struct names every ObjectMeta field the Kubernetes API defines but `managedFields`.
+# so the TypedDict names every ObjectMeta field the Kubernetes API defines but `managedFields`.
 _OBJECT_META = (
     *_IDENTITY_FIELDS,
     "generateName",
