@@ -210,14 +210,22 @@ class DesiredIndex:
         while none of the zones those fall in is held. True: leave it untranslated; nothing is kept of it
         here, and every zone held from now on waits for a sweep (`on_sweep`) that reads such objects back.
         False: translate it (a zone of it is held, a name is in no known zone, what is held is not known
-        yet, or it is indexed already and only a translation replaces that)."""
+        yet, or what is indexed of it has endpoints held or awaited, which only a translation replaces).
+        An object indexed with endpoints in zones not held alone (translated before, then changed: a peer
+        wrote its status, say) is left untranslated too, its index entry dropped: with N replicas every
+        change of an object reaches all N, and N - 1 of them would translate it for nothing."""
         if not self.restricted or not (self._kept or self._expected) or self.pinned(key):
             return False
-        if key in self._zones_of or key in self._unplaced or key in self._awaited or key in self._everywhere:
+        if key in self._unplaced or key in self._awaited or key in self._everywhere:
+            return False
+        indexed = self._zones_of.get(key)
+        if indexed is not None and self.holds_any(indexed):
             return False
         zones = self.reached(names)
         if not zones or self.holds_any(zones):
             return False
+        if indexed is not None:
+            self.set_object(key, ())  # nothing is kept of it: a zone its names reach, held later, is swept
         self._deferred.update(zones)
         return True
 

@@ -178,10 +178,22 @@ def test_an_object_whose_names_reach_no_held_zone_is_left_untranslated_and_swept
     assert set(sweeps[-1]) == {"a.com", "b.com", "sub.b.com"} and not idx.ready("a.com")
 
 
-def test_an_object_indexed_already_is_not_left_untranslated() -> None:
+def test_an_object_indexed_already_is_left_untranslated_only_when_nothing_of_it_is_held() -> None:
     idx = DesiredIndex(["a.com", "b.com"], restricted=True)
+    sweeps: list[dict[str, int]] = []
+    idx.on_sweep = sweeps.append
     idx.expect(["a.com"])
     idx.set_object("service/ns/x", [a("x.a.com")])
     assert not idx.defer("service/ns/x", ["x.b.com"])  # only a translation takes x.a.com away
+    assert idx.desired("a.com") == [a("x.a.com")]
     idx.set_object("service/ns/z", [a("z.b.com")])  # translated, all of it elsewhere
-    assert not idx.defer("service/ns/z", ["z.b.com"])
+    assert not idx.defer("service/ns/z", ["z.a.com"])  # changed to reach a held zone: translate it
+    assert idx.defer("service/ns/z", ["z.b.com"])  # changed (a peer wrote its status, say): not translated
+    assert idx.zones_with_endpoints() == ["a.com"]  # nothing is kept of it any more
+    assert not idx.holds_nothing_of("service/ns/z")  # not indexed: nothing to forget either
+    idx.keep("b.com")  # a zone its names reach, held later, waits for a sweep that reads it back
+    [sweep] = sweeps
+    assert set(sweep) == {"b.com"} and not idx.ready("b.com")
+    idx.swept(sweep, ["service/ns/z"])
+    idx.set_object("service/ns/z", [a("z.b.com")])
+    assert idx.ready("b.com") and idx.desired("b.com") == [a("z.b.com")]
