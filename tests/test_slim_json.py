@@ -193,6 +193,8 @@ def test_what_the_fields_do_not_fit_is_decoded_whole() -> None:
     assert DECODER is not None
     error = {"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "metadata": {}}}
     assert DECODER.event(orjson.dumps(error)) == error  # a Status is no Pod: its code and reason stay
+    for odd in ({"object": {"metadata": {}, "x": 1}}, {"type": "ADDED", "x": 1}):  # no type, no object
+        assert DECODER.event(orjson.dumps(odd)) == odd  # whole: the informer's error path sees it as sent
     odd_page = {"metadata": {}, "items": [{"metadata": ["not", "an", "object"], "spec": {"containers": []}}]}
     assert DECODER.page(orjson.dumps(odd_page)) == odd_page  # decoded whole, containers and all
     assert DECODER.page(b'{"metadata": {"resourceVersion": "3"}}') == {"metadata": {"resourceVersion": "3"}}
