@@ -142,10 +142,10 @@ class Replica:
     async def discover_zones(self) -> None:
         """Follow the provider's zone list (filtered by --domain-filter), every interval."""
         backoff = Backoff(initial=0.5, maximum=30.0)
+        last: list[str] | None = None
         while True:
             try:
                 listed, versions = await list_zones(self.provider)
-                found = {z for z in listed if self._zone_selected(z)}
             except ProviderError as exc:
                 delay = backoff.next()
                 log.warning("listing zones failed", error=str(exc), retry_in=f"{delay:.2f}s")
@@ -153,7 +153,10 @@ class Replica:
                 continue
             backoff.reset()
             self.worker.zones_listed(versions)
-            if found != self.zones:
+            # The list itself rarely changes (its versions do, at every write): filtered only when it did.
+            found = self.zones if listed == last else {z for z in listed if self._zone_selected(z)}
+            last = list(listed)  # a copy: a provider may hand out the list it keeps
+            if found is not self.zones and found != self.zones:
                 log.info(
                     "zones changed",
                     zones=len(found),
