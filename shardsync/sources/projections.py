@@ -144,20 +144,17 @@ def pod(obj: Obj) -> Obj:
     return out
 
 
-_fields = slim_json.fields_of  # what a slim decode keeps: a TypedDict of these names
-
-
 # What `pod` reads of a Pod, and what the service kind's Pod admission reads (namespace, labels): the
 # fields a Pod is decoded to (shardsync.slim_json). A field is kept whatever JSON it holds; a null object
 # or list is kept as null, as `pod` sees it decoded whole.
 _POD_META = (*_IDENTITY_FIELDS, "labels", "annotations", "deletionTimestamp")
-_PodConditions: Any = list[_fields("_PodCondition", ("type", "status"))]  # type: ignore[misc]
-PodFields = _fields(
+_PodConditions: Any = list[slim_json.fields_of("_PodCondition", ("type", "status"))]  # type: ignore[misc]
+PodFields = slim_json.fields_of(
     "PodFields",
     (),
-    metadata=_fields("_PodMetadata", _POD_META) | None,
-    spec=_fields("_PodSpec", ("hostname", "nodeName")) | None,
-    status=_fields("_PodStatus", ("phase", "hostIP"), conditions=_PodConditions | None) | None,
+    metadata=slim_json.fields_of("_PodMetadata", _POD_META) | None,
+    spec=slim_json.fields_of("_PodSpec", ("hostname", "nodeName")) | None,
+    status=slim_json.fields_of("_PodStatus", ("phase", "hostIP"), conditions=_PodConditions | None) | None,
 )
 slim_json.register(pod, PodFields)
 
@@ -267,11 +264,11 @@ _OBJECT_META = (
     "ownerReferences",
     "finalizers",
 )
-ServiceFields = _fields(
+ServiceFields = slim_json.fields_of(
     "ServiceFields",
     ("apiVersion",),
-    metadata=_fields("_ServiceMetadata", _OBJECT_META) | None,
-    spec=_fields("_ServiceSpec", _SERVICE_SPEC) | None,
-    status=_fields("_ServiceStatus", ("loadBalancer",)) | None,
+    metadata=slim_json.fields_of("_ServiceMetadata", _OBJECT_META) | None,
+    spec=slim_json.fields_of("_ServiceSpec", _SERVICE_SPEC) | None,
+    status=slim_json.fields_of("_ServiceStatus", ("loadBalancer",)) | None,
 )
 slim_json.register(service, ServiceFields)
