@@ -54,6 +54,7 @@ class Profile:
     scale_nodes: int = 200
     scale_dns_endpoints: int = 5_000
     scale_zones: int = 2_000
+    memory_repeats: int = 3  # runs per N; the median's sync CPU is reported (memory_at_scale.combine)
     # provider_budget: Z zones x R records under one account limit (fake --profile route53), replicas
     # 1, 2, 4 in turn; at each, `budget_events` changes at `budget_event_rate`/s in the steady state
     budget_replicas: tuple[int, ...] = (1, 2, 4)
@@ -118,6 +119,7 @@ QUICK = Profile(
     scale_nodes=50,
     scale_dns_endpoints=1_250,
     scale_zones=500,
+    memory_repeats=1,
     budget_zones=100,
     budget_records=20,
     budget_events=20,
@@ -156,6 +158,7 @@ SMOKE = Profile(
     scale_nodes=3,
     scale_dns_endpoints=10,
     scale_zones=6,
+    memory_repeats=1,
     budget_replicas=(1, 2),
     budget_zones=8,
     budget_records=3,

@@ -269,11 +269,12 @@ def _memory_at_scale(s: Mapping[str, Any]) -> str:
                 r["peak_rss_mib"],
                 r.get("baseline_mib"),
                 _fmt(r.get("above_baseline_vs_one"), ".2f"),
-                r["sync_cpu_seconds"],
+                _cpu_with_spread(r),
                 _fmt(r.get("sync_cpu_vs_one"), ".2f"),
             ]
         )
     headers = ["N", "peak MiB/replica", "baseline MiB", "above baseline vs N=1", "sync CPU s (sum)", "vs N=1"]
+    # sync CPU: the median run's, with the lowest and highest of the repeats after it
     table = tabulate(rows, headers=headers, tablefmt="simple")
     anchor = s.get("anchor", {})
     return (
@@ -281,6 +282,13 @@ def _memory_at_scale(s: Mapping[str, Any]) -> str:
         f"{s.get('dns_endpoints')} DNSEndpoints over {s.get('zones')} zones (anchor: external-dns "
         f"{anchor.get('peak_rss_mib')} MiB at {anchor.get('pods')} Pods)\n{table}"
     )
+
+
+def _cpu_with_spread(r: Mapping[str, Any]) -> str:
+    repeats = [x["sync_cpu_seconds"] for x in r.get("repeats", ())]
+    if len(repeats) < 2:
+        return str(r["sync_cpu_seconds"])
+    return f"{r['sync_cpu_seconds']} ({min(repeats)}-{max(repeats)})"
 
 
 def _planner(s: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from bench import observe, procstat, report
 from bench.audit import overlapping_writes
+from bench.scenarios import memory_at_scale
 from bench.scenarios.common import percentile
 from bench.scenarios.scaling import derive
 from shardsync.providers.fake.audit import AuditEntry
@@ -283,3 +284,21 @@ def test_render_shows_failed_and_not_run_sections() -> None:
     assert "1,234 get+replace pairs/s" in text or "1,235 get+replace pairs/s" in text
     assert "event_latency: missing" in text
     assert "overlapping writes must be 0 everywhere: OK" in text
+
+
+def test_memory_at_scale_reports_the_median_run_with_the_largest_peak_and_every_repeat() -> None:
+    def run(cpu: float, peak: float) -> dict[str, Any]:
+        return {"sync_cpu_seconds": cpu, "peak_rss_mib": peak, "sync_cpu_seconds_per_replica": {"r": cpu}}
+
+    entry = memory_at_scale.combine([run(15.8, 92.0), run(13.2, 95.5), run(14.6, 91.0)])
+    assert entry["sync_cpu_seconds"] == 14.6
+    assert entry["sync_cpu_seconds_per_replica"] == {"r": 14.6}  # the median run's own figures
+    assert entry["peak_rss_mib"] == 95.5
+    assert [r["sync_cpu_seconds"] for r in entry["repeats"]] == [15.8, 13.2, 14.6]
+    assert memory_at_scale.combine([run(10.0, 141.0)]) == run(10.0, 141.0)  # one run: as it was
+
+    result: dict[str, Any] = {"runs": {"1": run(10.0, 141.0), "4": entry}}
+    memory_at_scale.derive(result)
+    assert result["runs"]["4"]["sync_cpu_vs_one"] == 1.46
+    table = report._memory_at_scale(result)
+    assert "14.6 (13.2-15.8)" in table and "1.46" in table
