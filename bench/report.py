@@ -274,7 +274,6 @@ def _memory_at_scale(s: Mapping[str, Any]) -> str:
             ]
         )
     headers = ["N", "peak MiB/replica", "baseline MiB", "above baseline vs N=1", "sync CPU s (sum)", "vs N=1"]
-    # sync CPU: the median run's, with the lowest and highest of the repeats after it
     table = tabulate(rows, headers=headers, tablefmt="simple")
     anchor = s.get("anchor", {})
     return (
@@ -285,6 +284,7 @@ def _memory_at_scale(s: Mapping[str, Any]) -> str:
 
 
 def _cpu_with_spread(r: Mapping[str, Any]) -> str:
+    """The reported (median) run's sync CPU, and the lowest and highest of the repeats when there were any."""
     repeats = [x["sync_cpu_seconds"] for x in r.get("repeats", ())]
     if len(repeats) < 2:
         return str(r["sync_cpu_seconds"])
