@@ -271,9 +271,18 @@ def _memory_at_scale(s: Mapping[str, Any]) -> str:
                 _fmt(r.get("above_baseline_vs_one"), ".2f"),
                 _cpu_with_spread(r),
                 _fmt(r.get("sync_cpu_vs_one"), ".2f"),
+                _fmt(r.get("sync_cpu_above_baseline_vs_one"), ".2f"),
             ]
         )
-    headers = ["N", "peak MiB/replica", "baseline MiB", "above baseline vs N=1", "sync CPU s (sum)", "vs N=1"]
+    headers = [
+        "N",
+        "peak MiB/replica",
+        "baseline MiB",
+        "peak above baseline vs N=1",
+        "sync CPU s (sum)",
+        "vs N=1",
+        "CPU above baseline vs N=1",
+    ]
     table = tabulate(rows, headers=headers, tablefmt="simple")
     anchor = s.get("anchor", {})
     return (

@@ -166,7 +166,8 @@ def combine(repeats: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def derive(result: dict[str, Any]) -> None:
-    """The issue's ratios, against N = 1 (in place)."""
+    """The issue's ratios, against N = 1 (in place), and the sync CPU's above the baseline's (what start-up
+    costs every replica alike left out: `sync_cpu_above_baseline_vs_one`)."""
     one = result["runs"].get("1", {})
     for entry in result["runs"].values():
         if "error" in entry or "error" in one:
@@ -175,3 +176,7 @@ def derive(result: dict[str, Any]) -> None:
             entry["above_baseline_vs_one"] = round(entry["above_baseline_mib"] / one["above_baseline_mib"], 3)
         if one.get("sync_cpu_seconds"):
             entry["sync_cpu_vs_one"] = round(entry["sync_cpu_seconds"] / one["sync_cpu_seconds"], 3)
+        own = entry.get("sync_cpu_above_baseline_seconds")
+        own_one = one.get("sync_cpu_above_baseline_seconds")
+        if own is not None and own_one:
+            entry["sync_cpu_above_baseline_vs_one"] = round(own / own_one, 3)

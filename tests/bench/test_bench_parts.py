@@ -297,8 +297,10 @@ def test_memory_at_scale_reports_the_median_run_with_the_largest_peak_and_every_
     assert [r["sync_cpu_seconds"] for r in entry["repeats"]] == [15.8, 13.2, 14.6]
     assert memory_at_scale.combine([run(10.0, 141.0)]) == run(10.0, 141.0)  # one run: as it was
 
-    result: dict[str, Any] = {"runs": {"1": run(10.0, 141.0), "4": entry}}
+    one = run(10.0, 141.0) | {"sync_cpu_above_baseline_seconds": 9.0}
+    result: dict[str, Any] = {"runs": {"1": one, "4": entry | {"sync_cpu_above_baseline_seconds": 10.1}}}
     memory_at_scale.derive(result)
     assert result["runs"]["4"]["sync_cpu_vs_one"] == 1.46
+    assert result["runs"]["4"]["sync_cpu_above_baseline_vs_one"] == 1.122
     table = report._memory_at_scale(result)
-    assert "14.6 (13.2-15.8)" in table and "1.46" in table
+    assert "14.6 (13.2-15.8)" in table and "1.46" in table and "1.12" in table
