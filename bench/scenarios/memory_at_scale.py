@@ -155,7 +155,7 @@ def combine(repeats: list[dict[str, Any]]) -> dict[str, Any]:
     median, whole, with the largest peak RSS of all of them; every repeat's CPU and peak listed
     (`repeats`). On a shared host the CPU of one run moves by a tenth or more from the next (the same code
     gave sync_cpu_vs_one 1.28 and 1.50 an hour apart), so a ratio of two single runs decides little."""
-    ordered = sorted(repeats, key=lambda r: float(r["sync_cpu_seconds"]))
+    ordered = sorted(repeats, key=lambda r: r["sync_cpu_seconds"])
     entry = dict(ordered[(len(ordered) - 1) // 2])
     if len(repeats) > 1:
         entry["peak_rss_mib"] = max(r["peak_rss_mib"] for r in repeats)
