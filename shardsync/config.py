@@ -231,7 +231,31 @@ def flag_groups() -> tuple[FlagGroup[Any], ...]:
 
 
 def all_flags() -> list[tuple[FlagGroup[Any], Flag]]:
-    return [(group, flag) for group in flag_groups() for flag in group.flags]
+    """Every flag once, with the first group declaring it: a flag several groups declare alike
+    (external-dns's `--zone-id-filter`, which every cloud provider reads) is one command-line flag whose
+    value each of those groups receives."""
+    first: dict[str, tuple[FlagGroup[Any], Flag]] = {}
+    for group in flag_groups():
+        for flag in group.flags:
+            if flag.option not in first:
+                first[flag.option] = (group, flag)
+            else:
+                _check_shared(first[flag.option], (group, flag))
+    return list(first.values())
+
+
+def _check_shared(a: tuple[FlagGroup[Any], Flag], b: tuple[FlagGroup[Any], Flag]) -> None:
+    """Two groups may declare one flag only alike: same kind of value and the same default."""
+    (group_a, flag_a), (group_b, flag_b) = a, b
+    same = (flag_a.kind, flag_a.repeat, flag_a.switch, flag_a.choices, flag_a.secret) == (
+        flag_b.kind,
+        flag_b.repeat,
+        flag_b.switch,
+        flag_b.choices,
+        flag_b.secret,
+    )
+    if not same or group_a.default(flag_a) != group_b.default(flag_b):
+        raise TypeError(f"{flag_a.option}: declared differently by {group_a.name} and {group_b.name}")
 
 
 def _env_value(flag: Flag, env: Mapping[str, str]) -> str | None:
@@ -256,14 +280,18 @@ def _help(group: FlagGroup[Any], flag: Flag) -> str:
 def configure(parser: argparse.ArgumentParser, env: Mapping[str, str] | None = None) -> None:
     """Declare every flag on `parser`, with defaults taken from the environment."""
     env = os.environ if env is None else env
+    # a flag several groups share is declared with the first of them
+    declared = {(group.name, flag.option) for group, flag in all_flags()}
     for group in flag_groups():
         section = parser if group is CORE else parser.add_argument_group(group.title)
         for flag in group.flags:
-            _add(section, group, flag, env)
+            if (group.name, flag.option) in declared:
+                _add(section, group, flag, env)
 
 
 def _dest(group: FlagGroup[Any], flag: Flag) -> str:
-    return flag.name if group is CORE else f"{group.name}.{flag.name}"
+    # A group's flag is kept under its option's name, so a flag several groups share has one value.
+    return flag.name if group is CORE else "flag." + flag.option[2:]
 
 
 def _add(

@@ -38,6 +38,16 @@ class FenceToken:
             raise ValueError(f"not a fence token: {text!r}") from exc
 
 
+# The name of a zone's fence record where a provider keeps it as a TXT record in the zone itself (aws,
+# cloudflare): `_shardsync-fence.<zone>`, outside any name external-dns writes.
+FENCE_LABEL = "_shardsync-fence"
+
+
+def fence_record_name(zone: str) -> str:
+    """The fence record's name in `zone` (canonical)."""
+    return f"{FENCE_LABEL}.{zone}"
+
+
 class ProviderError(Exception):
     """A provider call failed. The worker retries it with backoff; it never stops the process."""
 

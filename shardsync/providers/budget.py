@@ -18,8 +18,8 @@ absorb.
 burst, so replicas starting together do not spend the account's burst several times over) and its rate is
 half its share, rising linearly to the share over RECOVERY_SECONDS. A throttling answer (Route53 `Throttling`
 or `PriorRequestNotComplete`, HTTP 429 with Retry-After, the fake provider's throttle: every ThrottledError)
-halves the current rate (never below MIN_FRACTION of the share), pauses the bucket for the Retry-After the
-provider named, and the rate recovers linearly again. Nothing here ever stops the process.
+halves the current rate (never below MIN_FRACTION of the share), hands out no token until the Retry-After the
+provider named has passed, and the rate recovers linearly again. Nothing here ever stops the process.
 
 `BudgetedProvider` wraps any provider: every API request waits for a token and is counted by kind (a call
 that takes several requests, such as a listing of several pages, paces each through the provider's
@@ -107,6 +107,9 @@ class Budget:
         self._clock = clock
         self.share = _clamp(share)
         self._fraction, self._since = START_FRACTION, clock()  # of the share, and since when it rises
+        # No token before this (a throttling answer's Retry-After): the bucket's debt alone would be repaid
+        # early as the rate recovers, and a Cloudflare block refuses every call for its five minutes.
+        self._hold_until = -math.inf
         self.bucket = TokenBucket(self.rate(), self._bucket_size(), clock, tokens=1.0, what="provider budget")
         self._update()
 
@@ -140,6 +143,9 @@ class Budget:
         caller naps at most MAX_NAP and asks again, so a rate raised meanwhile (a new share, the recovery)
         applies to it at once."""
         self._update()
+        hold = self._hold_until - self._clock()
+        if hold > 0:  # the rest of a Retry-After, then a token's worth
+            return hold + 1.0 / self.bucket.qps
         return self.bucket.try_take()
 
     def throttled(self, retry_after: float | None) -> float:
@@ -149,7 +155,9 @@ class Budget:
         self._fraction = max(MIN_FRACTION, self._current_fraction(now) / 2)
         self._since = now
         self._update()
-        self.bucket.pause(FALLBACK_PAUSE if retry_after is None else retry_after)
+        pause = FALLBACK_PAUSE if retry_after is None else retry_after
+        self.bucket.pause(pause)
+        self._hold_until = max(self._hold_until, now + pause)
         return self.bucket.qps
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 # What each provider's client pulls in; none may be loaded by importing the table and the replica.
-LIBRARIES = {"aws": "boto3", "fake": "aiohttp", "rfc2136": "dns"}
+LIBRARIES = {"aws": "boto3", "cloudflare": "cloudflare", "fake": "aiohttp", "rfc2136": "dns"}
 
 _PROBE = """
 import sys

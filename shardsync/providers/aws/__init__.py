@@ -71,7 +71,7 @@ FLAGS = FlagGroup(
     (
         mirrored(
             "zone_id_filter",
-            "only manage hosted zones with these ids (repeatable)",
+            "only manage the zones with these ids (repeatable)",
             repeat=True,
             flag="zone-id-filter",
         ),

@@ -24,9 +24,8 @@ from typing import Any
 
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.aws.records import requires_delete_create, value_size
-from shardsync.providers.base import FenceToken
+from shardsync.providers.base import FenceToken, fence_record_name
 
-FENCE_PREFIX = "_shardsync-fence"
 FENCE_TTL = 60
 _ORDER = {"UPSERT": 0, "DELETE": 1, "CREATE": 2}  # external-dns sorts actions descending by name
 
@@ -133,7 +132,7 @@ def _ordered(batch: list[Change]) -> list[Change]:
 
 
 def fence_name(zone: str) -> str:
-    return f"{FENCE_PREFIX}.{zone}"
+    return fence_record_name(zone)
 
 
 def fence_rrset(zone: str, token: FenceToken) -> dict[str, Any]:
