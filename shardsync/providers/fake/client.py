@@ -260,6 +260,10 @@ class FakeAdmin:
     def profile(self) -> Profile:
         return profile_from_json(_profile_fields(self._request("GET", "/v1/admin/profile").json()))
 
+    def profile_blocks(self) -> int:
+        """The blocks the profile's request window started so far (Cloudflare's five minutes of 429)."""
+        return int(self._request("GET", "/v1/admin/profile").json().get("blocks") or 0)
+
     def set_profile(self, name: str, **fields: Any) -> Profile:
         """Put the named profile in force, with accountRate, accountBurst or processing replaced."""
         body = {"name": name, **fields}

@@ -13,13 +13,23 @@ ChangeResourceRecordSets and ListResourceRecordSets:
   flight, or within `processing` seconds after it committed) is refused as throttling;
 - an account-wide token bucket (default 50 requests of burst, refilled at 10/s) shared by every client,
   beside the gate's per-client limits.
-The default profile (`NONE`) enforces none of it: the store behaves as before.
+
+`--profile cloudflare` (`CLOUDFLARE`) enforces what Cloudflare documents for its API and its
+`dns_records/batch` endpoint: a batch all-or-nothing, at most 200 operations (a free plan's limit; an
+update counts once, as one put), listing pages of at most 5,000 records, and 1,200 requests per five
+minutes per user, after which every request is refused for five minutes (a `RequestWindow`; the store
+counts these blocks).
+
+The default profile (`NONE`) enforces none of it: the store behaves as before. `PROFILES` holds one entry
+per API (google and azure add theirs there).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +46,12 @@ ROUTE53_BATCH_VALUE_CHARS = 32_000
 ROUTE53_PAGE_SIZE = 300
 ROUTE53_ACCOUNT_RATE = 10.0
 ROUTE53_ACCOUNT_BURST = 50
+# Cloudflare's documented numbers (developers.cloudflare.com: API rate limits; DNS records, batch).
+CLOUDFLARE_BATCH_RECORDS = 200  # a free plan's; 3,500 on a paid one
+CLOUDFLARE_PAGE_SIZE = 5000
+CLOUDFLARE_WINDOW_REQUESTS = 1200
+CLOUDFLARE_WINDOW_SECONDS = 300.0
+CLOUDFLARE_BLOCK_SECONDS = 300.0
 
 
 class BatchTooLargeError(BatchRejectedError):
@@ -47,7 +63,8 @@ class PriorRequestNotCompleteError(FakeThrottledError):
 
 
 class AccountThrottledError(FakeThrottledError):
-    """Route53's Throttling: the account's token bucket is empty."""
+    """Route53's Throttling: the account's token bucket is empty (or Cloudflare's 429: its window is
+    spent and the account blocked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +79,12 @@ class Profile:
     account_rate: float | None = None  # requests/s of the account, all clients together
     account_burst: int | None = None
     processing: float = 0.0  # seconds a zone stays "processing" after a change committed
+    update_weight: int = 2  # what an update counts toward batch_records (Route53: an UPSERT, twice)
+    # at most window_requests requests in any window_seconds, all clients together; past that every request
+    # is refused for block_seconds (Cloudflare)
+    window_requests: int | None = None
+    window_seconds: float = 0.0
+    block_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.account_rate is not None and self.account_rate <= 0:
@@ -72,6 +95,8 @@ class Profile:
             raise ValueError("page_size must be >= 1")
         if self.processing < 0:
             raise ValueError("processing must be >= 0")
+        if self.window_requests is not None and (self.window_requests < 1 or self.window_seconds <= 0):
+            raise ValueError("window_requests must be >= 1 in a window_seconds > 0")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +108,9 @@ class Profile:
             "accountRate": self.account_rate,
             "accountBurst": self.account_burst,
             "processing": self.processing,
+            "windowRequests": self.window_requests,
+            "windowSeconds": self.window_seconds,
+            "blockSeconds": self.block_seconds,
         }
 
     def with_account(self, rate: float | None = None, burst: int | None = None) -> Profile:
@@ -104,12 +132,22 @@ ROUTE53 = Profile(
     account_rate=ROUTE53_ACCOUNT_RATE,
     account_burst=ROUTE53_ACCOUNT_BURST,
 )
-PROFILES = {p.name: p for p in (NONE, ROUTE53)}
+CLOUDFLARE = Profile(
+    name="cloudflare",
+    batch_records=CLOUDFLARE_BATCH_RECORDS,
+    page_size=CLOUDFLARE_PAGE_SIZE,
+    update_weight=1,
+    window_requests=CLOUDFLARE_WINDOW_REQUESTS,
+    window_seconds=CLOUDFLARE_WINDOW_SECONDS,
+    block_seconds=CLOUDFLARE_BLOCK_SECONDS,
+)
+# One entry per API the fake provider can play (`--profile`).
+PROFILES = {p.name: p for p in (NONE, ROUTE53, CLOUDFLARE)}
 
 
-def batch_size(changes: Changes) -> tuple[int, int]:
-    """(records, value characters) of a batch as Route53 counts them: an update is an UPSERT of the new
-    RRset, counted twice."""
+def batch_size(changes: Changes, update_weight: int = 2) -> tuple[int, int]:
+    """(records, value characters) of a batch: an update counts `update_weight` times (Route53: an UPSERT
+    of the new RRset, counted twice)."""
 
     def size(items: list[Endpoint], weight: int) -> tuple[int, int]:
         return (
@@ -117,8 +155,36 @@ def batch_size(changes: Changes) -> tuple[int, int]:
             weight * sum(len(t) for e in items for t in e.targets),
         )
 
-    parts = (size(changes.create, 1), size(changes.delete, 1), size(changes.update_new, 2))
+    parts = (size(changes.create, 1), size(changes.delete, 1), size(changes.update_new, update_weight))
     return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+class RequestWindow:
+    """At most `limit` requests in any `seconds`; the request past it starts a block of `block` seconds
+    in which every request is refused (Cloudflare's 1,200 per five minutes). Not thread-safe: the
+    Enforcer's lock guards it."""
+
+    def __init__(self, limit: int, seconds: float, block: float, clock: Callable[[], float]) -> None:
+        self.limit, self.seconds, self.block = limit, seconds, block
+        self._clock = clock
+        self._seen: deque[float] = deque()
+        self._blocked_until = -math.inf
+        self.blocks = 0
+
+    def admit(self) -> None:
+        now = self._clock()
+        if now >= self._blocked_until:
+            while self._seen and self._seen[0] <= now - self.seconds:
+                self._seen.popleft()
+            if len(self._seen) < self.limit:
+                self._seen.append(now)
+                return
+            self._blocked_until = now + self.block
+            self.blocks += 1
+        raise AccountThrottledError(
+            f"429: more than {self.limit} requests in {self.seconds:g}s; blocked for {self.block:g}s",
+            retry_after=math.ceil(self._blocked_until - now),
+        )
 
 
 class Enforcer:
@@ -130,6 +196,7 @@ class Enforcer:
         self._busy: dict[str, float] = {}  # zone -> processing until (inf while a change is in flight)
         self._profile = NONE
         self._bucket: TokenBucket | None = None
+        self._window: RequestWindow | None = None
         self.set(profile)
 
     @property
@@ -142,11 +209,26 @@ class Enforcer:
         if profile.account_rate is not None:
             burst = profile.account_burst or max(1, int(profile.account_rate))
             bucket = TokenBucket(profile.account_rate, burst, clock=self._clock)
+        window = None
+        if profile.window_requests is not None:
+            window = RequestWindow(
+                profile.window_requests, profile.window_seconds, profile.block_seconds, self._clock
+            )
         with self._lock:
-            self._profile, self._bucket = profile, bucket
+            self._profile, self._bucket, self._window = profile, bucket, window
+
+    @property
+    def blocks(self) -> int:
+        """The blocks the profile's request window started so far."""
+        window = self._window
+        return 0 if window is None else window.blocks
 
     def admit(self) -> None:
-        """Take one request from the account bucket, or AccountThrottledError (nothing taken)."""
+        """Take one request from the account bucket and the request window, or AccountThrottledError."""
+        window = self._window
+        if window is not None:
+            with self._lock:
+                window.admit()
         bucket = self._bucket
         if bucket is None:
             return
@@ -161,7 +243,7 @@ class Enforcer:
     def check_batch(self, changes: Changes) -> None:
         """BatchTooLargeError when the batch is over the profile's limits."""
         p = self._profile
-        records, chars = batch_size(changes)
+        records, chars = batch_size(changes, p.update_weight)
         if p.batch_records is not None and records > p.batch_records:
             raise BatchTooLargeError(
                 f"InvalidChangeBatch: {records} records in the batch (an UPSERT counts twice), "

@@ -23,7 +23,8 @@ Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself
 - `GET|POST /v1/admin/faults`: `{"throttleNext", "throttleRatio", "failRecords", "failZones", "seed"}`
   (POST replaces them all)
 - `GET|POST /v1/admin/profile`: `{"name", "accountRate", "accountBurst", "processing"}` (POST: the named
-  profile, see profile.py, with the other fields given replacing its own)
+  profile, see profile.py, with the other fields given replacing its own); GET adds `blocks`, the blocks
+  its request window started
 - `POST /v1/admin/seed` with `{"zones": N, "recordsPerZone": R}` → `{"zones": [...]}`
 - `POST /v1/admin/zones` with `{"zone": name, "records": [Endpoint JSON...]}` → 204 (adds or replaces)
 
@@ -236,7 +237,7 @@ class _Handler:
                     raise BadRequest(str(exc)) from exc
                 return _Reply(200, store.faults.to_json())
             case "GET", ["v1", "admin", "profile"]:
-                return _Reply(200, store.profile.to_json())
+                return _Reply(200, {**store.profile.to_json(), "blocks": store.profile_blocks})
             case "POST", ["v1", "admin", "profile"]:
                 try:
                     store.set_profile(profile_from_json(_object(body)))

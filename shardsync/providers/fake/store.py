@@ -109,6 +109,11 @@ class FakeStore:
         self._enforcer.set(profile)
 
     @property
+    def profile_blocks(self) -> int:
+        """The blocks the profile's request window started (Cloudflare's five minutes of 429)."""
+        return self._enforcer.blocks
+
+    @property
     def faults(self) -> Faults:
         return self._faults.current
 
