@@ -66,6 +66,11 @@ class Profile:
     budget_event_rate: float = 2.0
     budget_events: int = 60
     budget_timeout: float = 900.0  # syncing 1,000 zones at 10 calls/s alone takes 5 minutes
+    # provider_budget under each other profile (provider_budget.PROFILE_RUNS: cloudflare's 1,200 requests
+    # per five minutes): fewer zones, as the account allows 4 calls/s
+    budget_profile_replicas: tuple[int, ...] = (1, 4)
+    budget_profile_zones: int = 300
+    budget_profile_records: int = 20
     # planner and apiserver micro-benchmarks
     planner_records: int = 100_000
     planner_repeat: int = 5
@@ -124,6 +129,8 @@ QUICK = Profile(
     budget_records=20,
     budget_events=20,
     budget_timeout=180.0,
+    budget_profile_zones=100,
+    budget_profile_records=10,
     planner_records=50_000,
     planner_repeat=1,
     apiserver_seconds=1.0,
@@ -167,6 +174,9 @@ SMOKE = Profile(
     budget_event_rate=4.0,
     budget_latency=0.01,
     budget_timeout=30.0,
+    budget_profile_replicas=(1, 2),
+    budget_profile_zones=6,
+    budget_profile_records=3,
     planner_records=2_000,
     planner_repeat=1,
     apiserver_seconds=0.3,

@@ -308,6 +308,13 @@ def _planner(s: Mapping[str, Any]) -> str:
     )
 
 
+def _profile_run(n: str, run: Mapping[str, Any]) -> str:
+    return (
+        f"{n}: p99 {_fmt(run['p99_seconds'], '.3f')}s, {_fmt(run['calls_per_change'], '.2f')} calls/change, "
+        f"{run['throttled']} throttled, {run.get('five_minute_blocks', 0)} five-minute blocks"
+    )
+
+
 def _provider_budget(s: Mapping[str, Any]) -> str:
     rows = [
         [
@@ -340,7 +347,12 @@ def _provider_budget(s: Mapping[str, Any]) -> str:
         f"{model['seconds_per_loop']}s per loop (targets: p99 <= {s['target_p99_seconds']:g}s, "
         f"calls/change <= {s['target_calls_per_change']:g}, throttled 0)"
     )
-    return "\n".join([head, table, note])
+    profiles = [
+        f"  {name} ({r['zones']} zones, replicas at {r['account_rate']:g} calls/s): "
+        + "; ".join(_profile_run(n, run) for n, run in r["runs"].items())
+        for name, r in s.get("profiles", {}).items()
+    ]
+    return "\n".join([head, table, note, *profiles])
 
 
 def _apiserver(s: Mapping[str, Any]) -> str:

@@ -1,7 +1,10 @@
 """Scenario `provider_budget`: Z zones x R records behind one account limit (the fake provider's `--profile
 route53`: an account bucket of `budget_rate` calls/s and `budget_burst`, pages of 300, `budget_latency` per
 call), with the replicas sharing that limit (`--provider-rate-limit`, `--provider-burst`) and caching each
-zone's records (`--provider-cache-time`).
+zone's records (`--provider-cache-time`). Then the same on a cluster of its own for each other profile of
+`PROFILE_RUNS` (cloudflare: 1,200 requests per five minutes, then five minutes of 429) at
+`budget_profile_replicas` (1 and 4), under `profiles.<profile>`; the fake provider counts the five-minute
+blocks (`five_minute_blocks`).
 
 One cluster syncs every zone with one replica, then scales to 2 and 4; at each size, once the moved zones
 are acquired and the calls have gone quiet (the steady state), Service changes go out at `budget_event_rate`
@@ -22,7 +25,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bench import observe
@@ -113,122 +116,189 @@ def _wait_moved(cluster: Cluster, moved: dict[str, str], after: float, within: f
         time.sleep(0.25)
 
 
+@dataclass(frozen=True, slots=True)
+class AccountRun:
+    """A profile of the fake provider that the scenario runs beside route53's, and the budget its replicas
+    are given under it (`--provider-rate-limit`, `--provider-burst`)."""
+
+    rate: float
+    burst: int
+    why: str
+
+
+# One entry per profile of the fake provider (`--profile`); google and azure add theirs.
+PROFILE_RUNS: dict[str, AccountRun] = {
+    "cloudflare": AccountRun(
+        rate=3.8,
+        burst=4,
+        why="1,200 requests per 5 minutes is 4/s; at 3.8/s the buckets of N replicas let through at most "
+        "4 + N + 300 x 3.8 = 1,148 + N in any five minutes",
+    ),
+}
+
+
 def run(ctx: Context) -> dict[str, Any]:
     p = ctx.profile
-    zones, records = p.budget_zones, p.budget_records
+    result = _run_profile(
+        ctx,
+        "route53",
+        AccountRun(p.budget_rate, p.budget_burst, "the account bucket itself"),
+        p.budget_replicas,
+    )
+    result["model_external_dns"] = model_external_dns(p.budget_zones, p.budget_records, p.budget_rate)
+    model = result["model_external_dns"]
     ctx.progress.step(
-        f"{zones} zones x {records} records, account limit {p.budget_rate:g} calls/s (burst "
-        f"{p.budget_burst}), {p.budget_latency * 1000:.0f} ms per call; replicas {p.budget_replicas}"
+        f"external-dns model: {model['list_calls_per_loop']} list calls per loop = "
+        f"{model['seconds_per_loop']}s per loop at {p.budget_rate:g}/s"
+    )
+    result["profiles"] = {
+        name: _run_profile(ctx, name, account, p.budget_profile_replicas)
+        for name, account in PROFILE_RUNS.items()
+    }
+    return result
+
+
+def _run_profile(ctx: Context, name: str, account: AccountRun, sizes: tuple[int, ...]) -> dict[str, Any]:
+    """One cluster under the fake provider's profile `name`, scaled through `sizes` (module docstring)."""
+    p = ctx.profile
+    route53 = name == "route53"
+    zones = p.budget_zones if route53 else p.budget_profile_zones
+    records = p.budget_records if route53 else p.budget_profile_records
+    ctx.progress.step(
+        f"{name}: {zones} zones x {records} records, replicas limited to {account.rate:g} calls/s (burst "
+        f"{account.burst}), {p.budget_latency * 1000:.0f} ms per call; replicas {sizes}"
     )
     flags = replica_flags(
         p,
         sharded=True,
         interval=INTERVAL,
         extra=(
-            f"--provider-rate-limit={p.budget_rate:g}",
-            f"--provider-burst={p.budget_burst}",
+            f"--provider-rate-limit={account.rate:g}",
+            f"--provider-burst={account.burst}",
             f"--provider-cache-time={CACHE_TIME}",
         ),
     )
     spec = replace(cluster_spec(p, flags), latency=p.budget_latency, provider_concurrency=None)
-    cluster = Cluster(ctx.cluster_dir("provider_budget"), spec)
+    cluster = Cluster(ctx.cluster_dir(f"provider_budget_{name}"), spec)
     result: dict[str, Any] = {
+        "profile": name,
         "zones": zones,
         "records_per_zone": records,
-        "account_rate": p.budget_rate,
-        "account_burst": p.budget_burst,
+        "account_rate": account.rate,
+        "account_burst": account.burst,
+        "account_note": account.why,
         "latency_seconds": p.budget_latency,
         "event_rate_per_second": p.budget_event_rate,
         "target_p99_seconds": TARGET_P99,
         "target_calls_per_change": TARGET_CALLS_PER_CHANGE,
         "runs": {},
-        "model_external_dns": model_external_dns(zones, records, p.budget_rate),
     }
     try:
         cluster.start()
-        cluster.admin.set_profile("route53", accountRate=p.budget_rate, accountBurst=p.budget_burst)
+        if route53:
+            cluster.admin.set_profile("route53", accountRate=account.rate, accountBurst=account.burst)
+        else:
+            cluster.admin.set_profile(name)  # the API's own documented limits
         names = zone_names(zones)
-        ctx.progress.status(f"seeding {zones} Services and DNSEndpoints")
+        ctx.progress.status(f"{name}: seeding {zones} Services and DNSEndpoints")
         cluster.seed_objects(names, records - 1)
         opened = time.time()
         cluster.open_zones(zones)
         sent = 0
         order = list(range(zones))
         random.Random(7).shuffle(order)
-        for n in p.budget_replicas:
-            before = cluster.assignment()
-            scaled = time.time()
-            _, throttled_at_scale = _calls(cluster)
-            ctx.progress.status(f"{n} replica(s): scaling")
-            cluster.scale(n)
-            cluster.wait_ready()
-            cluster.wait_settled(True, p.settle_timeout)
-            if before is None:
-                first = wait_converged(cluster, names, opened, p.budget_timeout, ctx.progress)
-                result["converge_seconds"] = round(max(e.end_wall for e in first.values()) - opened, 1)
-            else:
-                after = cluster.assignment()
-                assert after is not None
-                moved = {z: o for z in names if (o := after.owner_of(z)) != before.owner_of(z) and o}
-                ctx.progress.status(f"{n} replicas: waiting for {len(moved)} moved zones")
-                _wait_moved(cluster, moved, scaled, p.budget_timeout)
-            _wait_quiet(cluster, p.budget_timeout)
-            steady_at = time.time()
-            calls0, throttled0 = _calls(cluster)
-            count = p.budget_events
-            changes: list[Change] = []
-            started = time.monotonic()
-            for k in range(count):
-                delay = started + k / p.budget_event_rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                index = order[(sent + k) % zones]
-                address = seed.address(ADDRESS_BASE + sent + k)
-                at = time.time()
-                cluster.set_service_address(index, address)
-                changes.append(Change(index, names[index], address, at))
-                ctx.progress.status(f"{n} replica(s): {k + 1}/{count} changes sent")
-            sent += count
-            latencies = list(match_changes(ctx, cluster, changes).values())
-            time.sleep(QUIET)  # calls still in flight land in the counters
-            calls1, throttled1 = _calls(cluster)
-            run = {
-                "replicas": n,
-                "changes": count,
-                "observed": len(latencies),
-                "p50_seconds": rounded(percentile(latencies, 50), 3),
-                "p99_seconds": rounded(percentile(latencies, 99), 3),
-                "max_seconds": rounded(max(latencies) if latencies else 0.0, 3),
-                "calls_per_change": rounded((calls1 - calls0) / max(len(latencies), 1), 3),
-                "throttled": int(throttled1 - throttled0),
-                "throttled_since_scale": int(throttled1 - throttled_at_scale),
-                "steady_after_seconds": round(steady_at - scaled, 1),
-            }
-            run["meets_target"] = (
-                run["observed"] == count
-                and (run["p99_seconds"] or 0.0) <= TARGET_P99
-                and (run["calls_per_change"] or 0.0) <= TARGET_CALLS_PER_CHANGE
-                and run["throttled"] == 0
-            )
+        for n in sizes:
+            run = _size(ctx, cluster, names, order, n, sent, opened, result)
+            sent += run["changes"]
             result["runs"][str(n)] = run
-            ctx.progress.step(
-                f"{n} replica(s): p50 {run['p50_seconds']}s, p99 {run['p99_seconds']}s, "
-                f"{run['calls_per_change']} calls/change, {run['throttled']} throttled "
-                f"({run['throttled_since_scale']} since the scale), steady {run['steady_after_seconds']}s "
-                "after it"
-            )
+        result["five_minute_blocks"] = cluster.admin.profile_blocks()
         result["records_checked"] = check_records(cluster, names, records) or "ok"  # costs account calls
     except ClusterError as exc:
-        raise ScenarioError(f"provider_budget: {exc}") from None
+        raise ScenarioError(f"provider_budget ({name}): {exc}") from None
     finally:
         try:
             if cluster.launcher.infra is not None and cluster.launcher.infra.provider.alive():
-                ctx.safety["provider_budget"] = observe.safety(cluster.audit())
+                ctx.safety[f"provider_budget_{name}" if not route53 else "provider_budget"] = observe.safety(
+                    cluster.audit()
+                )
         finally:
             cluster.stop()
-    model = result["model_external_dns"]
-    ctx.progress.step(
-        f"external-dns model: {model['list_calls_per_loop']} list calls per loop = "
-        f"{model['seconds_per_loop']}s per loop at {p.budget_rate:g}/s"
-    )
     return result
+
+
+def _size(
+    ctx: Context,
+    cluster: Cluster,
+    names: list[str],
+    order: list[int],
+    n: int,
+    sent: int,
+    opened: float,
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    """Scale to `n` replicas, wait for the steady state, send the changes and measure them."""
+    p = ctx.profile
+    zones = len(names)
+    before = cluster.assignment()
+    scaled = time.time()
+    _, throttled_at_scale = _calls(cluster)
+    blocks_at_scale = cluster.admin.profile_blocks()
+    ctx.progress.status(f"{n} replica(s): scaling")
+    cluster.scale(n)
+    cluster.wait_ready()
+    cluster.wait_settled(True, p.settle_timeout)
+    if before is None:
+        first = wait_converged(cluster, names, opened, p.budget_timeout, ctx.progress)
+        result["converge_seconds"] = round(max(e.end_wall for e in first.values()) - opened, 1)
+    else:
+        after = cluster.assignment()
+        assert after is not None
+        moved = {z: o for z in names if (o := after.owner_of(z)) != before.owner_of(z) and o}
+        ctx.progress.status(f"{n} replicas: waiting for {len(moved)} moved zones")
+        _wait_moved(cluster, moved, scaled, p.budget_timeout)
+    _wait_quiet(cluster, p.budget_timeout)
+    steady_at = time.time()
+    calls0, throttled0 = _calls(cluster)
+    count = p.budget_events
+    changes: list[Change] = []
+    started = time.monotonic()
+    for k in range(count):
+        delay = started + k / p.budget_event_rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        index = order[(sent + k) % zones]
+        address = seed.address(ADDRESS_BASE + sent + k)
+        at = time.time()
+        cluster.set_service_address(index, address)
+        changes.append(Change(index, names[index], address, at))
+        ctx.progress.status(f"{n} replica(s): {k + 1}/{count} changes sent")
+    latencies = list(match_changes(ctx, cluster, changes).values())
+    time.sleep(QUIET)  # calls still in flight land in the counters
+    calls1, throttled1 = _calls(cluster)
+    run = {
+        "replicas": n,
+        "changes": count,
+        "observed": len(latencies),
+        "p50_seconds": rounded(percentile(latencies, 50), 3),
+        "p99_seconds": rounded(percentile(latencies, 99), 3),
+        "max_seconds": rounded(max(latencies) if latencies else 0.0, 3),
+        "calls_per_change": rounded((calls1 - calls0) / max(len(latencies), 1), 3),
+        "throttled": int(throttled1 - throttled0),
+        "throttled_since_scale": int(throttled1 - throttled_at_scale),
+        "five_minute_blocks": cluster.admin.profile_blocks() - blocks_at_scale,
+        "steady_after_seconds": round(steady_at - scaled, 1),
+    }
+    run["meets_target"] = (
+        run["observed"] == count
+        and (run["p99_seconds"] or 0.0) <= TARGET_P99
+        and (run["calls_per_change"] or 0.0) <= TARGET_CALLS_PER_CHANGE
+        and run["throttled"] == 0
+        and run["five_minute_blocks"] == 0
+    )
+    ctx.progress.step(
+        f"{n} replica(s): p50 {run['p50_seconds']}s, p99 {run['p99_seconds']}s, "
+        f"{run['calls_per_change']} calls/change, {run['throttled']} throttled "
+        f"({run['throttled_since_scale']} since the scale), {run['five_minute_blocks']} five-minute blocks, "
+        f"steady {run['steady_after_seconds']}s after it"
+    )
+    return run

@@ -73,6 +73,11 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
             assert budget["runs"][n][field] is not None, (n, field)
         assert budget["runs"][n]["observed"] == budget["runs"][n]["changes"], n
     assert budget["model_external_dns"]["model"] is True
+    cloudflare = budget["profiles"]["cloudflare"]
+    for n in ("1", "2"):
+        for field in ("p99_seconds", "calls_per_change", "throttled"):
+            assert cloudflare["runs"][n][field] is not None, (n, field)
+    assert cloudflare["five_minute_blocks"] == 0
     assert latest["planner"]["plan_seconds"] > 0
     assert latest["apiserver"]["get_replace_pairs_per_second"] > 0
     chaos = latest["chaos"]
