@@ -97,7 +97,14 @@ def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> Non
     assert flag_groups({**SOURCES, twin.name: twin}) == expected
     groups = config.flag_groups()
     assert groups[-4:] == expected
-    assert [g.name for g in groups[: -len(flag_groups())]] == ["core", "aws", "cloudflare", "fake", "rfc2136", "webhook"]
+    assert [g.name for g in groups[: -len(flag_groups())]] == [
+        "core",
+        "aws",
+        "cloudflare",
+        "fake",
+        "rfc2136",
+        "webhook",
+    ]
 
 
 def parse(argv: list[str]) -> config.Settings:
