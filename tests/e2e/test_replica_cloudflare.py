@@ -3,9 +3,9 @@ Cloudflare contract fake on loopback (tests/cloudfakes/cloudflare.py), reached t
 `CLOUDFLARE_BASE_URL` and authenticated with `CF_API_TOKEN` as a user would set them.
 
 The replica writes a Service's A record and its TXT ownership record as external-dns writes them, every
-batch under its zone fence, leaves a foreign record alone, and adopts a zone external-dns wrote without
-writing a record to it. What the fake cannot show is said in its docstring. (Updates and deletes through
-the provider are covered by tests/providers/test_cloudflare.py.)
+batch under its zone fence, follows the Service's update and delete, leaves a foreign record alone, and
+adopts a zone external-dns wrote without writing a record to it. What the fake cannot show is said in its
+docstring.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ def test_a_replica_keeps_cloudflare_in_step_with_services(
         "--lease-duration=6s",
         "--renew-interval=1s",
         "--settle-delay=200ms",
+        "--events",
         "--interval=1m",
         "--provider-rate-limit=3.8",
         "--provider-cache-time=1h",
@@ -105,6 +106,15 @@ def test_a_replica_keeps_cloudflare_in_step_with_services(
     assert all(e.posts[0]["name"] == fence_record_name(ZONE) for e in fake.audit if e.zone == ZONE)
 
     assert (f"foreign.{ZONE}", "A") in written  # a record without our TXT record is left alone
+
+    core.patch_namespaced_service_status(
+        "web", "default", {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.11"}]}}}
+    )
+    eventually_sync(lambda: records(zone_id)[(f"web.{ZONE}", "A")]["content"] == "192.0.2.11", within=15)
+    core.delete_namespaced_service("web", "default")
+    eventually_sync(lambda: (f"web.{ZONE}", "A") not in records(zone_id), within=15)
+    assert (f"a-web.{ZONE}", "TXT") not in records(zone_id)
+    assert (f"foreign.{ZONE}", "A") in records(zone_id)
 
     eventually_sync(lambda: any(e.zone == ADOPT for e in fake.audit), within=30)  # its fence
     after = [r for r in fake.listed(adopt_id) if r["name"] != fence_record_name(ADOPT)]
