@@ -4,7 +4,9 @@ A provider is zone-scoped: `records(zone)` lists one zone, `apply(zone, changes,
 Writes are fenced (design §2 rule 8): `acquire_fence(zone, token)` stores a token (writer identity and
 assignment generation) in the zone itself, and every `apply` with that token is conditional on it still
 being there, so the provider refuses a stale owner's write whatever the clocks did. The fence record is
-the provider's own business: `records()` never returns it.
+the provider's own business: `records()` never returns it. A provider that can fence only when its server
+says so (the webhook's fence extension) answers `fences_writes()` (NegotiatesFencing); when it cannot, its
+tokens are checked in this process only and the replicas rest on the lease protocol's timing.
 """
 
 from __future__ import annotations
@@ -150,6 +152,28 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class NegotiatesFencing(Protocol):
+    """Optional beside Provider: a provider whose writes are fenced only when its server offers it (a
+    webhook server with shardsync's fence extension). `fences_writes()` asks, calling the server if it must
+    (ProviderError when it cannot tell yet), and its answer does not change once given. False: `apply` and
+    `acquire_fence` still take tokens, but only this process refuses a stale one; a paused replica's late
+    write is not refused by the server, so the sharding loops keep the conservative timing
+    (shardsync.sharding.timings). A provider without the method fences every write, as Provider says."""
+
+    async def fences_writes(self) -> bool: ...
+
+
+async def fences_writes(provider: object) -> bool:
+    """Whether `provider` (or the one a wrapper holds as `inner`) refuses a stale owner's write itself (see
+    NegotiatesFencing)."""
+    while provider is not None:
+        if isinstance(provider, NegotiatesFencing):
+            return await provider.fences_writes()
+        provider = getattr(provider, "inner", None)
+    return True
 
 
 @runtime_checkable

@@ -31,7 +31,7 @@ from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import HostedZone
 from shardsync.providers.rfc2136.messages import endpoints_from_rrsets
-from shardsync.providers.webhook import WebhookProvider
+from shardsync.providers.webhook.client import WebhookProvider
 from tests.fuzz.objects import dns_endpoint
 from tests.fuzz.support import junk, maybe
 

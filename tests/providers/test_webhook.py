@@ -1,4 +1,5 @@
-"""The webhook provider client against the fake provider server's webhook face (and a few canned answers)."""
+"""The webhook provider client against the fake provider server's webhook face (and a few canned answers);
+the fence extension and lease-timed writes are test_webhook_fence.py's."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import pytest
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
-    FencedError,
-    FenceToken,
     Provider,
     ProviderError,
     ThrottledError,
@@ -20,11 +19,8 @@ from shardsync.providers.base import (
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
-from shardsync.providers.webhook import (
-    MEDIA_TYPE,
-    FencingUnsupportedError,
-    WebhookProvider,
-)
+from shardsync.providers.webhook.client import WebhookProvider
+from shardsync.providers.webhook.protocol import MEDIA_TYPE
 
 Z0 = "zone-0000.example"
 SUB = "sub.zone-0000.example"
@@ -87,6 +83,38 @@ async def test_apply_create_update_delete_and_cache_invalidation(
 
 
 @pytest.mark.anyio
+async def test_an_apply_makes_the_cached_listing_stale_for_its_zone_alone() -> None:
+    zones = ["a.example", "b.example"]
+    served = {z: [Endpoint.new(f"www.{z}", "A", ["192.0.2.1"])] for z in zones}
+    listings: list[int] = []
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        headers = {"Content-Type": MEDIA_TYPE}
+        if request.url.path == "/":
+            return httpx.Response(200, json={"include": zones}, headers=headers)
+        if request.url.path == "/records" and request.method == "GET":
+            listings.append(1)
+            return httpx.Response(200, json=[e.to_json() for z in zones for e in served[z]], headers=headers)
+        served["a.example"] = [Endpoint.new("www.a.example", "A", ["192.0.2.2"])]  # what the POST did
+        return httpx.Response(204)
+
+    webhook = WebhookProvider("http://127.0.0.1:9", cache_ttl=60, transport=httpx.MockTransport(serve))
+    try:
+        await webhook.records("a.example")
+        await webhook.records("b.example")
+        assert len(listings) == 1
+        await webhook.apply("a.example", Changes(create=[a("new.a.example")]))
+        assert await webhook.records("b.example") == served["b.example"]  # b's share cannot have changed
+        assert len(listings) == 1
+        assert await webhook.records("a.example") == served["a.example"]  # a's is listed again
+        assert len(listings) == 2
+        await webhook.records("b.example")
+        assert len(listings) == 2
+    finally:
+        await webhook.close()
+
+
+@pytest.mark.anyio
 async def test_apply_refuses_names_outside_the_zone_before_sending(
     webhook: WebhookProvider, store: FakeStore
 ) -> None:
@@ -119,32 +147,6 @@ async def test_adjust_endpoints(webhook: WebhookProvider) -> None:
     assert await webhook.adjust_endpoints([raw]) == [
         Endpoint.new("www.zone-0000.example", "A", ["192.0.2.1", "192.0.2.2"])
     ]
-
-
-@pytest.mark.anyio
-async def test_fencing_is_refused_by_default(webhook: WebhookProvider, store: FakeStore) -> None:
-    with pytest.raises(FencingUnsupportedError, match="--sharding=off"):
-        await webhook.acquire_fence(Z0, FenceToken(1, "replica-0"))
-    with pytest.raises(FencingUnsupportedError):
-        await webhook.apply(Z0, Changes(create=[a("w.zone-0000.example")]), FenceToken(1, "replica-0"))
-    assert store.audit() == []
-
-
-@pytest.mark.anyio
-async def test_allow_unfenced_keeps_tokens_locally(server: FakeServer, store: FakeStore) -> None:
-    provider = WebhookProvider(server.url, identity="replica-0", allow_unfenced=True, timeout=5)
-    try:
-        await provider.acquire_fence(Z0, FenceToken(2, "replica-0"))
-        await provider.apply(Z0, Changes(create=[a("w.zone-0000.example")]), FenceToken(2, "replica-0"))
-        with pytest.raises(FencedError):
-            await provider.acquire_fence(Z0, FenceToken(1, "replica-0"))
-        await provider.acquire_fence(Z0, FenceToken(3, "replica-0"))
-        with pytest.raises(FencedError):
-            await provider.apply(Z0, Changes(create=[a("v.zone-0000.example")]), FenceToken(2, "replica-0"))
-    finally:
-        await provider.close()
-    assert store.fence_of(Z0) is None  # nothing reached the server's fence
-    assert [e.outcome for e in store.audit()] == ["ok"]
 
 
 def _canned(handler: httpx.MockTransport) -> WebhookProvider:

@@ -1,5 +1,6 @@
-"""`shardsync fake-provider`: the fake provider's server (server.py) as a command, seeded, with its limits
-and profile (profile.py) from flags, until SIGTERM or SIGINT."""
+"""`shardsync fake-provider`: the fake provider's server (server.py) as a command, seeded, with its limits,
+profile (profile.py) and whether its webhook face speaks the fence extension from flags, until SIGTERM or
+SIGINT."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", choices=sorted(PROFILES), default="none", help="API rules enforced")
     parser.add_argument("--account-rate", type=float, help="account requests/s (--profile route53: 10)")
     parser.add_argument("--account-burst", type=int, help="account bucket size (--profile route53: 50)")
+    parser.add_argument(
+        "--webhook-fence",
+        action="store_true",
+        help="the webhook face also speaks shardsync's fence extension (advertised on GET /)",
+    )
     parser.add_argument("--log-level", default="info")
 
 
@@ -56,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server = FakeServer(store, host=args.host, port=args.port)
+    server = FakeServer(store, host=args.host, port=args.port, webhook_fence=args.webhook_fence)
     server.start()
     try:
         log.info(
@@ -64,6 +70,7 @@ def main(args: argparse.Namespace) -> int:
             url=server.url,
             zones=args.zones,
             profile=profile.name,
+            webhook_fence=args.webhook_fence,
             **limits.to_json(),
         )
         # The URL alone on stdout, so a launcher that passed --port 0 can learn the port.

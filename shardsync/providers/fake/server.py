@@ -36,7 +36,12 @@ Webhook face: external-dns's webhook provider protocol at the root, media type
 `application/external.dns.webhook+json;version=1`: `GET /` negotiates and returns the domain filter
 (`{"include": [every zone]}`), `GET /records` lists every zone's records, `POST /records` applies
 create/updateOld/updateNew/delete (capitalised keys too) and answers 204, `POST /adjustendpoints` returns
-the endpoints in canonical form. Webhook writes are unfenced and audited like the others.
+the endpoints in canonical form. With `webhook_fence` (`shardsync fake-provider --webhook-fence`) it also
+speaks shardsync's fence extension (providers/webhook/protocol.py): `GET /` advertises it, `POST
+/shardsync/fence` is the store's fence compare-and-set, and a `POST /records` carrying `X-Shardsync-Fence:
+<zone> <token>` is the store's fenced apply to that zone (409 when the fence holds another token; the
+answer confirms the fence). Without it the face is a server that never heard of the extension: no such
+route, and the header is ignored. Webhook writes are audited like the others (a fenced one with its token).
 
 Admin and audit calls pass no gate; provider calls pay latency and limits. Every connection is served by
 aiohttp's low-level server on one event loop in a background thread: waiting for a slot and the latency take
@@ -70,12 +75,13 @@ from shardsync.providers.fake.limits import ANONYMOUS
 from shardsync.providers.fake.profile import PriorRequestNotCompleteError, profile_from_json
 from shardsync.providers.fake.store import FakeStore, UnknownZoneError
 from shardsync.providers.httpclient import CLIENT_HEADER
+from shardsync.providers.webhook.protocol import FENCE_HEADER, FENCE_VERSION, MEDIA_TYPE, parse_fence_value
 
 # The name it logged under as the module shardsync/providers/fake_server.py: log lines keep their logger=.
 log = logs.get_logger("shardsync.providers.fake_server")
 
-WEBHOOK_MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
 DEFAULT_PORT = 8888
+_FENCE_SPOKEN = {FENCE_HEADER: FENCE_VERSION}
 _JSON = "application/json"
 
 
@@ -115,8 +121,9 @@ def _error(status: int, kind: str, message: str, headers: Mapping[str, str] | No
 class _Handler:
     """Answers the requests of one FakeStore (the module docstring's routes) on the server's event loop."""
 
-    def __init__(self, store: FakeStore) -> None:
+    def __init__(self, store: FakeStore, webhook_fence: bool = False) -> None:
         self.store = store
+        self.webhook_fence = webhook_fence
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         parts = [unquote(p) for p in request.raw_path.split("?", 1)[0].split("/") if p]
@@ -155,23 +162,35 @@ class _Handler:
         match request.method, parts:
             case "GET", []:
                 zones = await store.zones_async(client)
+                spoken = _FENCE_SPOKEN if self.webhook_fence else {}
                 return _Reply(
                     200,
                     {"include": zones} if zones else {},
-                    WEBHOOK_MEDIA_TYPE,
-                    {"Vary": "Content-Type"},
+                    MEDIA_TYPE,
+                    {"Vary": "Content-Type", **spoken},
                 )
             case "GET", ["records"]:
                 records = await store.all_records_async(client)
-                return _Reply(200, [r.to_json() for r in records], WEBHOOK_MEDIA_TYPE)
+                return _Reply(200, [r.to_json() for r in records], MEDIA_TYPE)
             case "POST", ["records"]:
-                await store.apply_by_name_async(Changes.from_json(_object(body)), writer=client)
+                changes = Changes.from_json(_object(body))
+                checked = self._webhook_fence(request)
+                if checked is None:
+                    await store.apply_by_name_async(changes, writer=client)
+                    return _NO_CONTENT
+                await store.apply_async(checked[0], changes, checked[1], writer=client)
+                return _Reply(HTTPStatus.NO_CONTENT, headers=_FENCE_SPOKEN)
+            case "POST", ["shardsync", "fence"] if self.webhook_fence:
+                taking = self._webhook_fence(request)
+                if taking is None:
+                    raise BadRequest(f"{FENCE_HEADER} missing")
+                await store.acquire_fence_async(*taking, writer=client)
                 return _NO_CONTENT
             case "POST", ["adjustendpoints"]:
                 if not isinstance(body, list):
                     raise BadRequest("expected a JSON array of endpoints")
                 adjusted = [Endpoint.from_json(item).to_json() for item in body]
-                return _Reply(200, adjusted, WEBHOOK_MEDIA_TYPE)
+                return _Reply(200, adjusted, MEDIA_TYPE)
             case "GET", ["healthz"]:
                 return _Reply(200, {"ok": True})
             case "GET", ["v1", "zones"]:
@@ -258,6 +277,17 @@ class _Handler:
                 return _NO_CONTENT
         return _error(404, "not-found", f"no route for {request.method} {request.path_qs}")
 
+    def _webhook_fence(self, request: web.BaseRequest) -> tuple[str, FenceToken] | None:
+        """The zone and token of a webhook call's fence header; None without one, or when the extension is
+        off (the header is then ignored, as a server that never heard of it would)."""
+        value = request.headers.get(FENCE_HEADER) if self.webhook_fence else None
+        if value is None:
+            return None
+        try:
+            return parse_fence_value(value)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from exc
+
 
 async def _read_body(request: web.BaseRequest) -> Any:
     if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
@@ -314,8 +344,11 @@ class FakeServer:
     """A FakeStore served over HTTP from an event loop in a background thread; `start()` binds, `stop()`
     ends everything."""
 
-    def __init__(self, store: FakeStore, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+    def __init__(
+        self, store: FakeStore, host: str = "127.0.0.1", port: int = DEFAULT_PORT, webhook_fence: bool = False
+    ) -> None:
         self.store = store
+        self.webhook_fence = webhook_fence
         self._address = (host, port)
         self._port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -345,7 +378,7 @@ class FakeServer:
 
     async def _serve(self) -> int:
         # An idle keep-alive connection is dropped after 120 s, as before.
-        server = web.Server(_Handler(self.store), access_log=None, keepalive_timeout=120)
+        server = web.Server(_Handler(self.store, self.webhook_fence), access_log=None, keepalive_timeout=120)
         self._runner = runner = web.ServerRunner(server, shutdown_timeout=10)
         await runner.setup()
         host, port = self._address
