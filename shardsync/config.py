@@ -8,8 +8,8 @@ flags take a comma-separated list from the environment. Identity and namespace c
 
 The core flags fill `Settings` itself; each provider and source kind declares its own `FlagGroup`
 (shardsync.flags) in its module, and its options value is kept in `Settings.groups` under the group's
-name; only the chosen provider's and sources' groups are validated. Only the command line and
-`shardsync.replica` read Settings; each part gets its own options value.
+name; only the chosen provider's and sources' groups are validated. Only the command line
+(`shardsync.run_command`) and `shardsync.replica` read Settings; each part gets its own options value.
 """
 
 from __future__ import annotations
@@ -202,7 +202,8 @@ FLAGS: tuple[Flag, ...] = (
         "lease_duration",
         "member and coordinator lease duration (default: "
         f"{format_duration(FENCED.lease_duration)} with a fencing provider, "
-        f"{format_duration(UNFENCED.lease_duration)} with webhook)",
+        f"{format_duration(UNFENCED.lease_duration)} with one that cannot fence: webhook without the fence "
+        "extension)",
         kind=duration,
     ),
     Flag(
@@ -214,7 +215,7 @@ FLAGS: tuple[Flag, ...] = (
         "settle_delay",
         "how long the coordinator batches membership changes (default: "
         f"{format_duration(FENCED.settle)} with a fencing provider, {format_duration(UNFENCED.settle)} "
-        "with webhook)",
+        "with one that cannot fence)",
         kind=duration,
     ),
     Flag("restart_grace", "how long a restarting replica's zones stay parked for it", kind=duration),
@@ -413,9 +414,14 @@ def validate(s: Settings) -> None:
     if s.weight < 1:
         raise ConfigError("--weight must be at least 1")
     try:
-        timings_of(s)
+        # Both kinds: whether the provider fences its writes is learned only once it runs (webhook).
+        for fenced in (True, False):
+            timings_of(s, fenced)
     except ValueError:
-        raise ConfigError("--renew-interval must be positive and shorter than --lease-duration") from None
+        raise ConfigError(
+            "--renew-interval must be positive and shorter than --lease-duration (unset, "
+            f"{format_duration(FENCED.lease_duration)} where the provider fences its writes)"
+        ) from None
     if not s.identity:
         raise ConfigError("no identity: set --identity or POD_NAME")
     validate_selectors(s.label_filter, s.annotation_filter)
@@ -444,11 +450,11 @@ def settings_fields() -> list[str]:
     return [f.name for f in fields(Settings) if f.name != "groups"]
 
 
-def timings_of(s: Settings) -> Timings:
-    """The sharding timings: the flags given, the rest from the defaults of the provider's kind."""
-    kind = PROVIDERS.get(s.provider)
+def timings_of(s: Settings, fenced: bool) -> Timings:
+    """The sharding timings: the flags given, the rest from the defaults for a provider that fences its
+    writes or not (`fenced`: the built provider's answer, providers.base.fences_writes)."""
     return Timings.resolve(
-        kind.fences if kind is not None else False,
+        fenced,
         s.lease_duration,
         s.renew_interval,
         s.settle_delay,

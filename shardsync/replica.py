@@ -6,33 +6,28 @@ ownership layer's decision (shardsync.ownership: `SoleOwner` with `--once`, `Act
 `--sharding=off`, `ShardedOwnership` otherwise); the replica is its `Host` (the worker port, the zones the
 provider serves, and a signal when they change).
 
-Only this module and the command line read `Settings`: every part below gets its own small option value
+Only this module and the command line (shardsync.run_command, which builds the replica once it knows the
+provider's fencing and so the timings) read `Settings`: every part below gets its own small option value
 (the registry, `WorkerOptions`, the sharding `Site` with its `Timings`), each built here, once.
 """
 
 from __future__ import annotations
 
-import argparse
-import logging
-import os
 import signal
-import sys
 import threading
 import time
-import traceback
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from shardsync import allocator, collector, config, logs
+from shardsync import config
 from shardsync.backoff import Backoff
 from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
-from shardsync.kube import Kube, KubeconfigError
-from shardsync.kube_limits import ClientLimits
+from shardsync.kube import Kube
 from shardsync.logs import get_logger
 from shardsync.noop_registry import NoopRegistry
 from shardsync.notify import Notifier
@@ -43,10 +38,10 @@ from shardsync.ownership.sole import SoleOwner
 from shardsync.providers.base import Provider, ProviderError, list_zones
 from shardsync.providers.budget import Budget, BudgetedProvider, share
 from shardsync.providers.cache import CachedProvider
-from shardsync.providers.table import PROVIDERS
 from shardsync.registry import Registry, TxtRegistry
-from shardsync.server import StatusEndpoints, StatusServer
+from shardsync.server import StatusServer
 from shardsync.sharding.site import Site
+from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import COMMON, SOURCES
@@ -57,8 +52,6 @@ log = get_logger(__name__)
 
 # How long the graceful stop may go on once the API server is known unreachable (see `_graceful_stop`).
 STOP_WHEN_UNREACHABLE = 0.5
-# How long the teardown after the graceful stop may take before the process exits anyway.
-EXIT_GRACE = 0.5
 # How often the replica's share of the provider budget is computed again from the assignment and the zones.
 BUDGET_SHARE_PERIOD = 1.0
 
@@ -72,12 +65,14 @@ class Replica:
         kube: Kube,
         provider: Provider,
         ownership: Ownership,
+        timings: Timings,
         budget: Budget | None = None,
     ) -> None:
         self.settings = settings
         self.kube = kube
         self.provider = provider
         self.ownership = ownership
+        self.timings = timings
         self.budget = budget
         self.zones: set[str] = set()
         self.zones_changed = Notifier()
@@ -124,7 +119,7 @@ class Replica:
             common=common,
             # Sharded: the objects of evictable kinds are listed once the first assignment says which
             # zones this replica is about to run (`follow_shard_hint`), or after a lease duration anyway.
-            shard_hint_wait=config.timings_of(settings).lease_duration if self.desired.restricted else 0.0,
+            shard_hint_wait=timings.lease_duration if self.desired.restricted else 0.0,
         )
         self.sources = SourceWatcher(
             kube,
@@ -268,7 +263,7 @@ class Replica:
         overall, and to STOP_WHEN_UNREACHABLE once the API server is found unreachable, since no step of
         it can succeed then (the leases expire by themselves)."""
         health = self.kube.health
-        with anyio.move_on_after(max(5.0, config.timings_of(self.settings).lease_duration * 2)) as scope:
+        with anyio.move_on_after(max(5.0, self.timings.lease_duration * 2)) as scope:
             async with anyio.create_task_group() as tg:
 
                 async def cut_when_unreachable() -> None:
@@ -341,7 +336,7 @@ def provider_for(settings: config.Settings, provider: Provider) -> tuple[Provide
     return paced, budget
 
 
-def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
+def ownership_for(settings: config.Settings, kube: Kube, timings: Timings) -> Ownership:
     """`--once`: every zone, unfenced; `--sharding=off`: active/passive; otherwise sharded."""
     if settings.once:
         return SoleOwner(settings.identity, settings.weight)
@@ -350,97 +345,7 @@ def ownership_for(settings: config.Settings, kube: Kube) -> Ownership:
         namespace=settings.lease_namespace,
         instance=settings.instance,
         identity=settings.identity,
-        timings=config.timings_of(settings),
+        timings=timings,
         weight=settings.weight,
     )
     return ShardedOwnership(site) if settings.sharding else ActivePassiveOwnership(site)
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    config.configure(parser)
-    # A bad flag value is one line naming it (argparse would print the whole usage first), exit code 2.
-    setattr(parser, "error", _usage_error)  # noqa: B010 - replaces this parser's method only
-
-
-def _usage_error(message: str) -> NoReturn:
-    _fail(f"{message}; see shardsync run --help", USAGE)
-    raise SystemExit(USAGE)
-
-
-USAGE, ENVIRONMENT = 2, 1
-
-
-def _fail(message: str, code: int) -> int:
-    """A startup error: one line on stderr naming the flag or file and what to do."""
-    print(f"shardsync run: {message}", file=sys.stderr, flush=True)
-    return code
-
-
-def main(args: argparse.Namespace) -> int:
-    try:
-        settings = config.settings_from_args(args)
-    except OSError as exc:  # a file a flag names could not be read
-        return _fail(str(exc), ENVIRONMENT)
-    except (config.ConfigError, ValueError) as exc:
-        return _fail(str(exc), USAGE)
-    logs.setup(settings.identity, settings.log_level, settings.log_format)
-    allocator.tune()  # before any worker thread allocates
-    collector.tune()
-    debug = settings.log_level == "debug"
-    try:
-        replica, server = _build(settings)
-    except (KubeconfigError, OSError, ValueError) as exc:
-        if debug:
-            traceback.print_exc()
-        return _fail(str(exc), ENVIRONMENT)
-    threading.Thread(target=_exit_after_teardown, args=(replica,), name="exit", daemon=True).start()
-    try:
-        code = anyio.run(replica.run, server)
-    except Exception as exc:  # a crash: one line; the whole trace with --log-level=debug
-        if debug:
-            traceback.print_exc()
-        cause: BaseException = exc
-        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
-            cause = cause.exceptions[0]
-        return _fail(f"stopped: {type(cause).__name__}: {cause}", ENVIRONMENT)
-    finally:
-        server.stop()
-    # Stopped by a signal, or --once done: every write was awaited. What is left are worker threads an idle
-    # one notices in up to 2 s, and reads abandoned on cancel (a watch stream, until the server ends it: up
-    # to a minute, which held a --once run's exit): not waited for.
-    _exit_now(code)
-
-
-def _exit_after_teardown(replica: Replica) -> None:
-    """Exit at most EXIT_GRACE after the graceful stop, whatever is left: a call blocked on an API server
-    that does not answer would otherwise hold the teardown (and the interpreter's exit) until its timeout."""
-    replica.stop_done.wait()
-    time.sleep(EXIT_GRACE)
-    log.warning("calls still in flight after the stop; exiting without them")
-    _exit_now(0)
-
-
-def _exit_now(code: int) -> NoReturn:
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _build(settings: config.Settings) -> tuple[Replica, StatusServer]:
-    """The replica's parts, before any runs: the kubeconfig is loaded and the metrics port bound now, so
-    either failing is one line before anything starts."""
-    limits = ClientLimits(settings.kube_api_qps, settings.kube_api_burst, settings.request_timeout)
-    kube = Kube.connect(settings.kubeconfig, settings.identity, limits)
-    ownership = ownership_for(settings, kube)
-    kind = PROVIDERS[settings.provider]
-    provider, budget = provider_for(settings, kind.create(settings.options(kind.flags), settings.identity))
-    replica = Replica(settings, kube, provider, ownership, budget)
-    try:
-        server = StatusServer(settings.metrics_address, StatusEndpoints(replica.ready, replica.shards))
-    except OSError as exc:
-        raise OSError(
-            f"--metrics-address={settings.metrics_address}: cannot listen there ({exc.strerror or exc}); "
-            "choose a free port, e.g. --metrics-address=:7979"
-        ) from None
-    return replica, server

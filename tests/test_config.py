@@ -90,13 +90,26 @@ def test_environment_fills_flags_and_command_line_wins() -> None:
 
 
 def test_timing_defaults_follow_whether_the_provider_fences() -> None:
-    fenced = timings_of(parse(FAKE))
+    fenced = timings_of(parse(FAKE), fenced=True)
     assert (fenced.lease_duration, fenced.renew_interval, fenced.settle) == (3, 1.0, 0.5)
-    webhook = parse(["--provider=webhook", "--webhook-allow-unfenced"])
+    webhook = parse(["--provider=webhook"])
     assert (webhook.lease_duration, webhook.renew_interval) == (None, None)  # unset: the provider decides
-    unfenced = timings_of(webhook)
+    unfenced = timings_of(webhook, fenced=False)
     assert (unfenced.lease_duration, unfenced.renew_interval, unfenced.settle) == (15, 5.0, 2.0)
-    assert timings_of(parse(["--lease-duration=10s", *FAKE])).lease_duration == 10
+    assert timings_of(webhook, fenced=True) == fenced  # a webhook server with the fence extension
+    assert timings_of(parse(["--lease-duration=10s", *FAKE]), fenced=True).lease_duration == 10
+
+
+def test_a_renew_interval_set_alone_must_suit_both_kinds_of_provider() -> None:
+    # The webhook's fencing is learned at start: the flags must make sense with the short lease too.
+    with pytest.raises(ConfigError, match="3s where the provider fences"):
+        parse(["--provider=webhook", "--renew-interval=5s"])
+    assert parse(["--provider=webhook", "--renew-interval=5s", "--lease-duration=20s"]).renew_interval == 5.0
+
+
+def test_webhook_allow_unfenced_is_still_accepted() -> None:
+    s = parse(["--provider=webhook", "--webhook-allow-unfenced"])
+    assert s.provider == "webhook"
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,8 @@
 """The providers `--provider` can name: one line each. A provider's module, or its package's `__init__`
-(aws, fake, rfc2136), owns its flags (a FlagGroup) and its construction (`build(options, identity)`); adding a
-provider is its module or package plus one line here."""
+(aws, fake, rfc2136, webhook), owns its flags (a FlagGroup) and its construction (`build(options,
+identity)`); adding a provider is its module or package plus one line here. Whether a built provider fences
+its writes is asked of it (base.fences_writes: every provider does unless it says otherwise), since for some
+(webhook) only its server can tell."""
 
 from __future__ import annotations
 
@@ -20,9 +22,6 @@ class ProviderKind(Generic[OptionsT]):
     name: str  # the value of --provider
     flags: FlagGroup[OptionsT]
     build: Callable[[OptionsT, str], Provider]  # (its options, the replica's identity) -> the provider
-    # Every write is conditional on the zone's fence at the DNS server: the sharding loops may then use
-    # short leases (shardsync.sharding.timings); an unfenced provider keeps the conservative timing.
-    fences: bool = True
 
     def create(self, options: Any, identity: str) -> Provider:
         return self.build(options, identity)
@@ -35,6 +34,6 @@ PROVIDERS: dict[str, ProviderKind[Any]] = {
         ProviderKind("cloudflare", cloudflare.FLAGS, cloudflare.build),
         ProviderKind("fake", fake.FLAGS, fake.build),
         ProviderKind("rfc2136", rfc2136.FLAGS, rfc2136.build),
-        ProviderKind("webhook", webhook.FLAGS, webhook.build, fences=False),
+        ProviderKind("webhook", webhook.FLAGS, webhook.build),
     )
 }

@@ -1,11 +1,15 @@
-"""The timing parameters of the sharding loops, derived once (shardsync.replica, from the flags) so every
-loop agrees on them, and their defaults, which depend on whether the provider fences its writes.
+"""The timing parameters of the sharding loops, derived once (shardsync.run_command, from the flags and the
+provider) so every loop agrees on them, and their defaults, which depend on whether the provider fences its
+writes.
 
-A provider that fences every write at the DNS server (fake, rfc2136) makes a wrong takeover cost churn, not
-corruption, so its replicas use short leases (3 s, renewed every second, settle 0.5 s): a crashed replica's
-zones move within about five seconds. An unfenced provider (webhook with --webhook-allow-unfenced) rests on
-the lease protocol alone and keeps the conservative client-go-like timing (15 s / 5 s / 2 s). A flag the
-operator sets wins either way; `resolve` is the one place that decides.
+A provider that fences every write at the DNS server (fake, rfc2136, aws, a webhook server with the fence
+extension) makes a wrong takeover cost churn, not corruption, so its replicas use short leases (3 s, renewed
+every second, settle 0.5 s): a crashed replica's zones move within about five seconds. A provider that
+cannot fence (a webhook server without the extension, or one that did not answer at start) rests on the
+lease protocol alone and keeps the conservative client-go-like timing (15 s / 5 s / 2 s). A flag the
+operator sets wins either way; `resolve` is the one place that decides. Replicas of one deployment may run
+different timings (one learned its webhook's fencing, another timed out asking): each judges a peer by the
+leaseDurationSeconds in the peer's own Lease, so that stays safe.
 
 Leases carry whole seconds (`leaseDurationSeconds` is an integer), so the duration is rounded up once here
 and every rule (self-fencing, expiry, the coordinator's renew deadline) works from the value actually
@@ -93,6 +97,12 @@ class Timings:
         if renew_interval is None:
             renew_interval = base.renew_interval if lease_duration is None else lease / 3
         return cls.derive(lease, renew_interval, base.settle if settle is None else settle, restart_grace)
+
+    @property
+    def crash_handoff(self) -> float:
+        """About how long after a crashed replica's last renewal its zones are taken over: its lease runs
+        out, the observers' margin, then the coordinator's settle before it publishes (plus round trips)."""
+        return self.lease_duration + self.acquire_margin + self.settle
 
     def publisher_config(self) -> PublisherConfig:
         return PublisherConfig(

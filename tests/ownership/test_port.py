@@ -106,8 +106,17 @@ def imports_of(path: Path) -> set[str]:
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
-        ("sharding", ("shardsync.worker", "shardsync.config", "shardsync.ownership", "shardsync.replica")),
-        ("ownership", ("shardsync.worker", "shardsync.config", "shardsync.replica")),
+        (
+            "sharding",
+            (
+                "shardsync.worker",
+                "shardsync.config",
+                "shardsync.ownership",
+                "shardsync.replica",
+                "shardsync.run_command",
+            ),
+        ),
+        ("ownership", ("shardsync.worker", "shardsync.config", "shardsync.replica", "shardsync.run_command")),
     ],
 )
 def test_layers(package: str, forbidden: tuple[str, ...]) -> None:

@@ -13,7 +13,7 @@ LIBRARIES = {"aws": "boto3", "cloudflare": "cloudflare", "fake": "aiohttp", "rfc
 
 _PROBE = """
 import sys
-import shardsync.cli, shardsync.replica
+import shardsync.cli, shardsync.replica, shardsync.run_command
 from shardsync.providers.table import PROVIDERS
 print(",".join(sorted(lib for lib in sys.argv[1:] if lib in sys.modules)))
 """
