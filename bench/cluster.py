@@ -62,6 +62,8 @@ class ClusterSpec:
     replica_flags: tuple[str, ...] = ()
     termination_grace: float = 30.0
     start_timeout: float = 60.0
+    provider: str = "fake"  # the replicas' --provider: fake, or webhook (the fake provider's webhook face)
+    webhook_fence: bool = False  # that face speaks shardsync's fence extension
 
 
 @dataclass(slots=True)
@@ -122,6 +124,8 @@ class Cluster:
                 termination_grace=spec.termination_grace,
                 start_timeout=spec.start_timeout,
                 replica_args=spec.replica_flags,
+                provider=spec.provider,
+                webhook_fence=spec.webhook_fence,
             ),
             out=self._launcher_out,
         )

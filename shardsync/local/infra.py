@@ -39,6 +39,8 @@ class LocalOptions:
     start_timeout: float = 30.0
     replica_args: tuple[str, ...] = ()
     sources: tuple[str, ...] = ("service", "crd")  # the replicas' --source values; gateway-* ones seed routes
+    provider: str = "fake"  # the replicas' --provider: fake (its native API) or webhook (its webhook face)
+    webhook_fence: bool = False  # the fake provider's webhook face speaks shardsync's fence extension
 
 
 class SetupFailed(Exception):
@@ -87,6 +89,7 @@ def start(
             str(o.records_per_zone),
             "--latency",
             format_duration(o.latency),
+            *(["--webhook-fence"] if o.webhook_fence else []),
         ],
     )
     try:
@@ -130,10 +133,11 @@ def _provider_zones(provider_url: str) -> list[str]:
 def replica_command(infra: Infrastructure, o: LocalOptions, identity: str, port: int) -> list[str]:
     """The `shardsync run` arguments of replica `identity` serving status on `port` (the bench starts its
     replicas with exactly these)."""
+    url_flag = "webhook-provider-url" if o.provider == "webhook" else "fake-provider-url"
     return [
         "run",
-        "--provider=fake",
-        f"--fake-provider-url={infra.provider_url}",
+        f"--provider={o.provider}",
+        f"--{url_flag}={infra.provider_url}",
         f"--kubeconfig={infra.kubeconfig}",
         f"--identity={identity}",
         f"--metrics-address=127.0.0.1:{port}",

@@ -201,15 +201,21 @@ class Harness:
         per_zone: int = 1,
         latency: float = 0.005,
         default_timing: bool = False,
+        provider: str = "fake",
+        webhook_fence: bool = False,
     ) -> Harness:
         """API server, fake provider with `zones` zones, a Service and a DNSEndpoint with `per_zone`
-        records per zone, `replicas` replicas ready and settled on one generation owning every zone."""
+        records per zone, `replicas` replicas ready and settled on one generation owning every zone.
+        `provider="webhook"`: the replicas speak the fake's webhook face (with the fence extension when
+        `webhook_fence`)."""
         spec = ClusterSpec(
             latency=latency,
             provider_concurrency=None,
             replica_flags=replica_flags(interval, restart_grace, default_timing),
             termination_grace=4 * LEASE,
             start_timeout=START_WITHIN,
+            provider=provider,
+            webhook_fence=webhook_fence,
         )
         cluster = Cluster(run_dir, spec)
         sampler: observe.Sampler | None = None
