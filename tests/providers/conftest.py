@@ -1,6 +1,7 @@
 """Fixtures for provider tests: one real DNS server of each kind per session, and a fresh zone per test.
 
-`server` serves the test module's `store` fixture over HTTP (the fake provider server, loopback).
+`server` serves the test module's `store` fixture over HTTP (the fake provider server, loopback);
+`fenced_server` the same with the webhook face's fence extension on.
 `dns_server` is parametrized over BIND 9, Knot DNS and PowerDNS (tests/dnsservers; markers `bind`, `knot`,
 `pdns`): each is started once with a pool of empty zones, and the tests that take it run once per server.
 Each test takes its own zone from the pool with `fresh_zone`, so tests never see each other's records and
@@ -33,6 +34,13 @@ def server(store: FakeStore) -> Iterator[FakeServer]:
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture
+def fenced_server(store: FakeStore) -> Iterator[FakeServer]:
+    """`server`, its webhook face speaking shardsync's fence extension (`--webhook-fence`)."""
+    with FakeServer(store, host="127.0.0.1", port=0, webhook_fence=True) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="session", params=server_params())

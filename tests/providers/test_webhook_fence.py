@@ -5,7 +5,7 @@ of the extension (a few canned answers show the exact headers and status codes a
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
@@ -50,12 +50,6 @@ def store() -> FakeStore:
     store = FakeStore()
     store.seed(2, 1)
     return store
-
-
-@pytest.fixture
-def fenced_server(store: FakeStore) -> Iterator[FakeServer]:
-    with FakeServer(store, host="127.0.0.1", port=0, webhook_fence=True) as srv:
-        yield srv
 
 
 @pytest.fixture

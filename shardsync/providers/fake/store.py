@@ -13,7 +13,7 @@ real API: exact deletes, batch and page limits, PriorRequestNotComplete and an a
 Fences (design §2 rule 8) are a per-zone compare-and-set, kept beside the records and never listed with
 them: `acquire_fence` succeeds when the zone has no fence, already holds that exact token, or holds an older
 generation's token; `apply` with a token succeeds only while the zone's fence is exactly that token. An
-apply without a token is unfenced and always allowed (active/passive mode, the webhook face).
+apply without a token is unfenced and always allowed (`--once`, the webhook face's plain writes).
 
 Every write that passed the gate is audited (audit.py), refused ones too; `seed` adds zones by the layout
 of seed.py.
