@@ -99,7 +99,7 @@ async def test_a_webhook_that_does_not_answer_in_time_gets_the_conservative_timi
     finally:
         await provider.close()
     took = time.monotonic() - started
-    assert 1.0 <= took < 2.0
+    assert 1.0 <= took < 3.0  # cut at the bound
     assert len(asked) >= 3  # asked again with backoff, not once
     assert timings.lease_duration == UNFENCED.lease_duration
     lines = fencing_lines(caplog)

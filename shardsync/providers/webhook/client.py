@@ -188,6 +188,8 @@ class WebhookProvider:
     async def negotiate(self) -> DomainFilter:
         """`GET /`: check the media type, learn the domain filter and whether the server advertises the
         fence extension (once; again after a failure)."""
+        if self._filter is not None:  # every fenced write asks: no lock once it is known
+            return self._filter
         async with self._negotiate_lock:
             if self._filter is None:
                 resp = await self._request("GET", "")
