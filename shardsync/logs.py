@@ -75,6 +75,10 @@ class KVLogger:
     def __init__(self, name: str) -> None:
         self._log = logging.getLogger(name)
 
+    @property
+    def name(self) -> str:
+        return self._log.name
+
     def _emit(self, level: int, event: str, exc_info: bool, fields: dict[str, Any]) -> None:
         if self._log.isEnabledFor(level):
             self._log.log(level, event, extra={"kv": fields}, exc_info=exc_info, stacklevel=3)

@@ -143,7 +143,9 @@ class Replica:
                 listed, versions = await list_zones(self.provider)
             except ProviderError as exc:
                 delay = backoff.next()
-                log.warning("listing zones failed", error=str(exc), retry_in=f"{delay:.2f}s")
+                self.worker.digest.warning(
+                    log, "listing zones failed", error=str(exc), retry_in=f"{delay:.2f}s"
+                )
                 await anyio.sleep(delay)
                 continue
             backoff.reset()

@@ -28,11 +28,13 @@ import anyio
 from prometheus_client import Counter, Gauge, Histogram
 
 from shardsync.backoff import Backoff
-from shardsync.batches import counts_of, halves
+from shardsync.batches import halves
+from shardsync.change_log import ZoneChangeLog
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
+from shardsync.log_digest import LogDigest, window_for
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.ownership.port import ZoneStatus
@@ -75,7 +77,6 @@ SYNC_SECONDS = Histogram(
 )
 RECONCILES = Counter("shardsync_reconciles_total", "Zone reconciles, by result", ["result"])
 RECONCILED_OK = RECONCILES.labels("ok")
-CHANGES = Counter("shardsync_changes_applied_total", "Record changes applied, by type", ["type"])
 PROVIDER_ERRORS = Counter("shardsync_provider_errors_total", "Provider call failures, by kind", ["kind"])
 FENCED = Counter("shardsync_fenced_writes_total", "Writes the provider refused because of the zone fence")
 OWNED = Gauge("shardsync_owned_zones", "Zones this replica reconciles")
@@ -149,9 +150,12 @@ class Worker:
     # The zone versions of the provider's last zone listing (base.ListsVersions) and when it was read.
     _listed: dict[str, str] = field(default_factory=dict, init=False)
     _listed_at: float = field(default=-math.inf, init=False)
+    # Failures many zones share (a provider down, self-fenced) as one line per interval (log_digest.py).
+    digest: LogDigest = field(init=False)
 
     def __post_init__(self) -> None:
         self._policy = Policy(self.options.policy)
+        self.digest = LogDigest(window=window_for(self.options.interval), clock=self.clock)
         self._reports = ZoneReports(self.events)
         self._schedule = ZoneSchedule(interval=self.options.interval, event_delay=self.options.event_delay)
 
@@ -217,6 +221,7 @@ class Worker:
     async def run(self) -> None:
         """Run `concurrency` reconcile loops until cancelled."""
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self.digest.run)
             for _ in range(self.options.concurrency):
                 tg.start_soon(self._runner)
             if self.inputs is not None and not self.inputs.is_set():
@@ -300,7 +305,8 @@ class Worker:
             FENCED.inc()
             RECONCILES.labels("fenced").inc()
             status.last_error = f"fenced: {exc}"
-            log.error(
+            self.digest.error(
+                log,
                 "write refused by the zone fence, dropping the zone",
                 zone=zone,
                 fence=status.fence.to_text() if status.fence else "",
@@ -318,7 +324,8 @@ class Worker:
             delay = backoff.next()
             if isinstance(exc, ThrottledError) and exc.retry_after is not None:  # never sooner than asked
                 delay = max(delay, min(exc.retry_after, self.options.max_backoff))
-            log.warning(
+            self.digest.warning(
+                log,
                 "zone reconcile failed",
                 zone=zone,
                 kind=kind,
@@ -378,19 +385,16 @@ class Worker:
         self._reports.conflicts(zone, result.conflicts)
         self._reports.skipped(zone, result.skipped, status.skipped_seen)
         changes = result.changes if self.guard is None else self.guard(zone, result.changes, view.current)
-        counts = await self._apply(zone, status, changes, view)
+        applied = ZoneChangeLog(log, zone, dry_run=self.options.dry_run)
+        await self._apply(zone, status, changes, view, applied)
         if result.changes.is_empty() and not result.conflicts:
             self._unchanged[zone] = _Steady(*inputs, version)
-        if any(counts.values()):
-            log.info(
-                "zone changes applied" if not self.options.dry_run else "dry run: changes not applied",
-                zone=zone,
-                generation=status.fence.generation if status.fence else "",
-                **counts,
-            )
+        applied.close(generation=status.fence.generation if status.fence else "")
 
-    async def _apply(self, zone: str, status: ZoneStatus, planned: Changes, view: ZoneView) -> dict[str, int]:
-        """Write `planned` with its ownership records; returns what was applied, by type.
+    async def _apply(
+        self, zone: str, status: ZoneStatus, planned: Changes, view: ZoneView, applied: ZoneChangeLog
+    ) -> None:
+        """Write `planned` with its ownership records; `applied` logs and counts what was (dry run: would be).
 
         A provider that refuses a whole batch for one bad record (BatchRejectedError) gets the plan split
         in halves until the bad record stands alone, so every other record still lands. The split is done
@@ -399,35 +403,29 @@ class Worker:
         owned = self.registry.with_ownership(planned, view)
         self._reports.skipped(zone, owned.skipped, status.skipped_seen)
         changes = owned.changes
-        counts = counts_of(changes)
         if changes.is_empty() or self.options.dry_run:
-            return counts
+            applied.add(changes)
+            return
         if not self.may_write():
             # The lease may have lapsed while the zone was read and planned: check again right before writing.
             raise _NotWriting("this replica may not write now (lease not renewed)")
+        rejected: list[Rejected] = []
         try:
             # Shielded: once sent, a write completes before a release can count the zone as let go.
             with anyio.CancelScope(shield=True):
                 await self.provider.apply(zone, changes, status.fence)
         except RecordsRejectedError as exc:
-            self._reports.rejected(zone, exc.rejected)
-            counts = counts_of(changes, {r.endpoint.key for r in exc.rejected})
+            rejected = exc.rejected
+            self._reports.rejected(zone, rejected)
         except BatchRejectedError as exc:
             if len(planned) <= 1:
-                rejected = [
-                    Rejected(ep, str(exc)) for ep in planned.create + planned.update_new + planned.delete
-                ]
-                self._reports.rejected(zone, rejected)
-                return {"create": 0, "update": 0, "delete": 0}
-            counts = {"create": 0, "update": 0, "delete": 0}
+                refused = planned.create + planned.update_new + planned.delete
+                self._reports.rejected(zone, [Rejected(ep, str(exc)) for ep in refused])
+                return
             for half in halves(planned):
-                for kind, n in (await self._apply(zone, status, half, view)).items():
-                    counts[kind] += n
-            return counts
-        for kind, n in counts.items():
-            if n:
-                CHANGES.labels(kind).inc(n)
-        return counts
+                await self._apply(zone, status, half, view, applied)
+            return
+        applied.add(changes, {r.endpoint.key for r in rejected})
 
     def totals(self) -> tuple[int, int]:
         """(records, desired endpoints) over the owned zones, for the external-dns gauges."""

@@ -15,7 +15,8 @@ generation, a member lease, the provider's zone list, a timer) does, in this ord
    once the member view is at least as fresh as the assignment (a lagging lease watch would hide a peer
    that is still writing): `worker.own(zone, FenceToken(generation, identity))`.
 A write refused by a zone's fence (`on_fenced`, the worker's callback) drops the zone until a newer
-generation gives it again.
+generation gives it again. Its failures (self-fenced, the assignment unreadable, zones dropped) are logged
+through a `LogDigest`: the first at once, repeats as one line a minute, however often the lease flaps.
 
 `stop(host)` is rule 6: leaving for good (scale-down, not in a StatefulSet) drains — mark draining, wait
 (bounded) until the coordinator moved our zones and we released them, delete the member lease; a restart
@@ -32,6 +33,7 @@ import anyio
 
 from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
+from shardsync.log_digest import LogDigest
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.ownership import shards_view
@@ -69,6 +71,7 @@ class ShardedOwnership:
         for source in (self.members.changed, self.watch.changed):
             source.forward_to(self._wake)
         self._scope: anyio.CancelScope | None = None
+        self.digest = LogDigest(clock=self.clock.monotonic)
 
     @property
     def view(self) -> Assignment | None:
@@ -100,6 +103,7 @@ class ShardedOwnership:
             tg.start_soon(self.watch.run)
             tg.start_soon(self.coordinator.run)
             tg.start_soon(self._shard_loop, host)
+            tg.start_soon(self.digest.run)
 
     def is_coordinator(self) -> bool:
         return self.coordinator.candidate.is_leader()
@@ -107,7 +111,8 @@ class ShardedOwnership:
     def on_fenced(self, zone: str, token: FenceToken | None) -> None:
         """The worker's callback: the zone's fence refused our write, so someone newer holds it."""
         generation = self.state.fenced(zone)
-        log.warning(
+        self.digest.warning(
+            log,
             "zone dropped after a refused write",
             zone=zone,
             generation=generation,
@@ -137,7 +142,9 @@ class ShardedOwnership:
                 backoff.reset()
             except KubeError as exc:
                 delay = backoff.next()
-                log.warning("reading the assignment failed", error=str(exc), retry_in=f"{delay:.2f}s")
+                self.digest.warning(
+                    log, "reading the assignment failed", error=str(exc), retry_in=f"{delay:.2f}s"
+                )
             self._progress.notify()
             await self._wake.wait(ticket, delay)
 
@@ -148,7 +155,8 @@ class ShardedOwnership:
             return self.timings.renew_interval
         if not self.members.may_write():
             if state.self_fenced():
-                log.warning(
+                self.digest.warning(
+                    log,
                     "self-fenced: member lease not renewed in time, writes stopped",
                     generation=state.view.generation if state.view else "",
                     zones=len(state.active),

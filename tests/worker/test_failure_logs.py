@@ -1,0 +1,38 @@
+"""Zone failures through the worker's digest: many zones failing alike is one warning, however often they
+retry; each failure is still at debug and in each zone's status. The fake provider fails the zones on
+purpose (Faults.fail_zones); tests/e2e/test_failure_logs.py does the same with a real BIND stopped."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from shardsync.desired import DesiredIndex
+from shardsync.providers.fake.faults import Faults
+from shardsync.providers.fake.store import FakeStore
+from tests.waits import eventually
+from tests.worker.test_worker import make, running
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_thirty_zones_failing_and_retrying_log_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="shardsync")
+    zones = [f"z{i}.ex.com" for i in range(30)]
+    store = FakeStore(faults=Faults(fail_zones=frozenset(zones)))
+    for zone in zones:
+        store.add_zone(zone)
+    worker = make(store, DesiredIndex(zones), max_backoff=0.1)
+    async with running(worker):
+        for zone in zones:
+            worker.own(zone)
+        # every zone fails again and again (backoff capped at 0.1 s)
+        await eventually(lambda: all(worker._schedule.failures(z) >= 4 for z in zones))
+    failed = [r for r in caplog.records if r.getMessage() == "zone reconcile failed"]
+    warnings = [r for r in failed if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [getattr(r, "kv", {}) for r in warnings]
+    assert warnings[0].kv["kind"] == "injected" and warnings[0].kv["zone"] in zones  # type: ignore[attr-defined]
+    assert len(failed) >= 4 * len(zones)  # the rest at debug: the per-zone detail
+    assert {getattr(r, "kv", {})["zone"] for r in failed} == set(zones)
+    assert all(worker.statuses[z].last_error.startswith("injected") for z in zones)
