@@ -97,8 +97,12 @@ def test_dry_run_prints_each_planned_change_and_writes_nothing(
     txt = f'event="dry run: change planned" action=CREATE name=a-dry.{ZONES[0]} type=TXT'
     eventually_sync(lambda: txt in replica.log(), within=10)
     # (planned again at every sync of the zone, as external-dns's dry run does: the zone never gets there)
-    summary = next(line for line in replica.log().splitlines() if "dry run: changes not applied" in line)
-    assert f" zone={ZONES[0]} " in summary and summary.endswith(" create=2 update=0 delete=0")
+    summary = next(
+        line
+        for line in replica.log().splitlines()
+        if "dry run: changes not applied" in line and f" zone={ZONES[0]} " in line
+    )
+    assert summary.endswith(" create=2 update=0 delete=0")
     assert bind.texts(f"dry.{ZONES[0]}", "A") == set()
     assert 'event="change applied"' not in replica.log()
     assert replica.alive()
