@@ -59,7 +59,7 @@ class ZoneChangeLog:
     """One zone's sync: `add` what was applied (or planned) as it happens, `close` with the summary line.
     Applied changes are counted in shardsync_changes_applied_total too."""
 
-    __slots__ = ("counts", "dry_run", "limit", "listed", "log", "unlisted", "zone")
+    __slots__ = ("counts", "debug", "dry_run", "limit", "listed", "log", "unlisted", "zone")
 
     def __init__(self, log: KVLogger, zone: str, *, dry_run: bool = False, limit: int = LISTED) -> None:
         self.log = log
@@ -69,6 +69,7 @@ class ZoneChangeLog:
         self.listed = 0
         self.unlisted = 0
         self.counts = {"create": 0, "update": 0, "delete": 0}
+        self.debug = log.debug_enabled()
 
     def add(self, changes: Changes, rejected: Collection[Key] = ()) -> None:
         """Log and count `changes`, leaving out the records whose keys are in `rejected`."""
@@ -78,22 +79,23 @@ class ZoneChangeLog:
                 CHANGES.labels(kind).inc(n)
         for ep in changes.create:
             if ep.key not in rejected:
-                self._line(change_fields("CREATE", ep, self.zone))
+                self._line("CREATE", ep)
         for old, new in zip(changes.update_old, changes.update_new, strict=True):
             if new.key not in rejected:
-                self._line(change_fields("UPDATE", new, self.zone, old))
+                self._line("UPDATE", new, old)
         for ep in changes.delete:
             if ep.key not in rejected:
-                self._line(change_fields("DELETE", ep, self.zone))
+                self._line("DELETE", ep)
 
-    def _line(self, fields: dict[str, Any]) -> None:
+    def _line(self, action: str, ep: Endpoint, old: Endpoint | None = None) -> None:
         event = "dry run: change planned" if self.dry_run else "change applied"
         if self.listed < self.limit:
             self.listed += 1
-            self.log.info(event, **fields)
-        else:
-            self.unlisted += 1
-            self.log.debug(event, **fields)
+            self.log.info(event, **change_fields(action, ep, self.zone, old))
+            return
+        self.unlisted += 1
+        if self.debug:  # a start-up sync can change thousands of records: no fields built for nobody
+            self.log.debug(event, **change_fields(action, ep, self.zone, old))
 
     def close(self, **fields: Any) -> None:
         """The zone's summary line (with `fields` such as the generation), when anything changed."""

@@ -79,6 +79,10 @@ class KVLogger:
     def name(self) -> str:
         return self._log.name
 
+    def debug_enabled(self) -> bool:
+        """Whether debug lines are written: a caller skips building the fields of lines nobody reads."""
+        return self._log.isEnabledFor(logging.DEBUG)
+
     def _emit(self, level: int, event: str, exc_info: bool, fields: dict[str, Any]) -> None:
         if self._log.isEnabledFor(level):
             self._log.log(level, event, extra={"kv": fields}, exc_info=exc_info, stacklevel=3)

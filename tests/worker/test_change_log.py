@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from shardsync import logs
-from shardsync.change_log import LISTED
+from shardsync.change_log import LISTED, change_fields
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.providers.base import FenceToken
@@ -216,3 +216,24 @@ async def test_json_format_is_one_object_per_change(captured: pytest.LogCaptureF
         ' event="dry run: change planned" action=CREATE name=www.ex.com type=A targets=192.0.2.1 zone=ex.com'
         in text
     )
+
+
+def test_set_identifier_and_ttl_appear_only_when_set() -> None:
+    weighted = Endpoint.new("www.ex.com", "CNAME", ["lb-1.ex.net"], ttl=60, set_identifier="eu")
+    plain = Endpoint.new("www.ex.com", "A", ["192.0.2.1"])
+    assert change_fields("DELETE", weighted, ZONE) == {
+        "action": "DELETE",
+        "name": "www.ex.com",
+        "type": "CNAME",
+        "targets": "lb-1.ex.net",
+        "ttl": 60,
+        "set_identifier": "eu",
+        "zone": ZONE,
+    }
+    assert change_fields("UPDATE", plain, ZONE, plain) == {
+        "action": "UPDATE",
+        "name": "www.ex.com",
+        "type": "A",
+        "targets": "192.0.2.1",
+        "zone": ZONE,
+    }
