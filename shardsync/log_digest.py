@@ -146,8 +146,11 @@ class LogDigest:
         _emit(group.log, group.level, group.event, fields)
 
     async def run(self) -> None:
-        """Flush at the end of every window until cancelled."""
-        while True:
-            await anyio.sleep(max(0.0, self._flush_at - self.clock()))
-            if self.clock() >= self._flush_at:
-                self.flush()
+        """Flush at the end of every window until cancelled, and once more then (a `--once` run, a stop)."""
+        try:
+            while True:
+                await anyio.sleep(max(0.0, self._flush_at - self.clock()))
+                if self.clock() >= self._flush_at:
+                    self.flush()
+        finally:
+            self.flush()

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from shardsync.log_digest import MAX_GROUPS, LogDigest, shape, window_for
@@ -207,17 +208,25 @@ def test_window_follows_the_interval_within_bounds() -> None:
         LogDigest(window=0)
 
 
+def fail_twice(digest: LogDigest) -> None:
+    for zone in ("a.org", "b.org"):
+        digest.warning(log, "zone reconcile failed", zone=zone, kind="unreachable", error=unreachable(zone))
+
+
 @pytest.mark.anyio
-async def test_run_flushes_when_the_window_ends(captured: pytest.LogCaptureFixture) -> None:
-    digest = LogDigest(window=0.05)
+@pytest.mark.parametrize("window", [0.05, 3600.0])
+async def test_run_flushes_when_the_window_ends_and_when_stopped(
+    window: float, captured: pytest.LogCaptureFixture
+) -> None:
+    digest = LogDigest(window=window)
     async with anyio.create_task_group() as tg:
         tg.start_soon(digest.run)
-        digest.warning(
-            log, "zone reconcile failed", zone="a.org", kind="unreachable", error=unreachable("a.org")
-        )
-        digest.warning(
-            log, "zone reconcile failed", zone="b.org", kind="unreachable", error=unreachable("b.org")
-        )
-        await eventually(lambda: len(lines(captured)) == 2)
-        tg.cancel_scope.cancel()
+        fail_twice(digest)
+        if window < 1:
+            await eventually(lambda: len(lines(captured)) == 2)  # the window ended
+        else:
+            await anyio.lowlevel.checkpoint()
+            assert len(lines(captured)) == 1
+        tg.cancel_scope.cancel()  # a stop (or the end of a --once run) says what was held back
+    assert len(lines(captured)) == 2
     assert lines(captured)[1]["zones"] == 2 and lines(captured)[1]["count"] == 2
