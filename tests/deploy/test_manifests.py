@@ -4,6 +4,8 @@ PDB, the rfc2136 example and the monitoring component promise, checked against t
 from __future__ import annotations
 
 import copy
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
@@ -13,8 +15,8 @@ from prometheus_client import REGISTRY
 
 import shardsync
 import shardsync.ownership.metrics  # registers the ownership metrics
-import shardsync.providers.aws.api  # registers the aws provider's metrics (imported only with --provider=aws)
 import shardsync.replica
+from shardsync import providers
 from shardsync.config import timings_of
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
 from shardsync.providers import rfc2136 as rfc2136_provider
@@ -252,7 +254,11 @@ def test_aws_example_changes_only_the_provider_and_the_service_accounts_role(bas
 
 def _metric_names() -> set[str]:
     """Every sample name shardsync exposes (counters as `_total`, histograms as `_bucket/_sum/_count`),
-    and each histogram's own name."""
+    and each histogram's own name. Every provider module is imported first: a provider's client module,
+    which registers its metrics, is loaded only when `--provider` names it."""
+    for module in pkgutil.walk_packages(providers.__path__, "shardsync.providers."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
     names: set[str] = set()
     for family in REGISTRY.collect():
         suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}.get(
