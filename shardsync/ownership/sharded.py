@@ -275,6 +275,7 @@ class ShardedOwnership:
             self.identity,
             members,
             rows,
+            view.to_document() if view is not None else None,
         )
 
     # -- stopping (rule 6) -----------------------------------------------------------------------------

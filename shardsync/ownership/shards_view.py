@@ -2,10 +2,15 @@
 
     {"generation": int, "coordinator": str, "self": str,
      "members": [{"identity", "state", "weight", "zones", "observedGeneration", "lastRenewSeen"}],
-     "zones": [{"zone", "owner", "state", "lastSync", "lastSyncSeconds", "records", "lastError"}]}
+     "zones": [{"zone", "owner", "state", "lastSync", "lastSyncSeconds", "records", "lastError"}],
+     "assignment": {...} | null}
 
 member state: a shardsync.sharding.states.MemberState; zone state: a ZoneState; timestamps RFC 3339 (UTC,
-`Z`), null when unknown. Pure formatting; each ownership mode fills it in.
+`Z`), null when unknown. `assignment` is the assignment document the replica works under, as the
+ConfigMap holds it (`Assignment.to_document()`: members, weights, slot table, overrides, pins), so
+`shardsync shards --url` explains and predicts from exactly what the replicas compute owners from; null
+when there is none (no generation yet, `--sharding=off`, `--once`). Pure formatting; each ownership mode
+fills it in.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ def snapshot(
     identity: str,
     members: Iterable[dict[str, Any]],
     zones: Iterable[dict[str, Any]],
+    assignment: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "generation": generation,
@@ -68,6 +74,7 @@ def snapshot(
         "self": identity,
         "members": list(members),
         "zones": list(zones),
+        "assignment": dict(assignment) if assignment is not None else None,
     }
 
 

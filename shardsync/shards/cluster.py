@@ -3,7 +3,8 @@
 `read_objects` fetches, through `shardsync.kube`, what the replicas themselves coordinate through: the
 assignment ConfigMap `<instance>-assignment`, the member Leases `<instance>-member-<identity>` and the
 coordinator Lease `<instance>-coordinator`. `build_view` (pure) turns them into the same view a replica
-serves: owners come from the assignment's ring exactly as every replica computes them.
+serves, the assignment document included: owners come from the assignment exactly as every replica
+computes them.
 
 What one read of the objects cannot know, the view says in its notes rather than guesses silently:
 - Liveness. A replica judges a member by watching its renewTime change on its own clock (rule 1); a single
@@ -142,8 +143,8 @@ def member_statuses(
 
 def build_view(
     objects: ClusterObjects, instance: str, now: datetime, zones: Iterable[str] | None = None
-) -> tuple[ShardsView, Assignment | None]:
-    """The /shards view of `instance` from its objects at wall time `now`, and the assignment it used.
+) -> ShardsView:
+    """The /shards view of `instance` from its objects at wall time `now`, carrying the assignment document.
 
     Raises CorruptAssignment when the ConfigMap exists but cannot be read."""
     assignment = parse_assignment(objects)
@@ -191,7 +192,7 @@ def build_view(
                 last_renew_seen=_rfc3339(lease.renew_time) if lease is not None else None,
             )
         )
-    view = ShardsView(
+    return ShardsView(
         generation=generation,
         coordinator=coordinator,
         self_identity=None,
@@ -199,8 +200,8 @@ def build_view(
         zones=tuple(zone_rows),
         zones_known=zones is not None,
         notes=tuple(notes),
+        assignment=assignment.to_document() if assignment is not None else None,
     )
-    return view, assignment
 
 
 __all__ = [

@@ -1,18 +1,19 @@
 """`shardsync shards`: print the assignment and sync state of a deployment, explain a zone, or ask what a
 scale would move.
 
-Two sources. `--url http://HOST:PORT` (or `…/shards`) reads a replica's /shards, and the sync state of
-zones other replicas own from their own /shards where they can be reached (`shards.gather`; "unknown"
-where not).
-Without `--url` the cluster is read directly (`--kubeconfig`, `--namespace`, `--instance`): the assignment
-ConfigMap and the member Leases give the same view, minus what only a replica knows (sync times, records);
-zones come from `--zones-from-url` (a replica's base URL or its /shards, or any list), `--fake-provider-url`
-or `--zones-file` when given.
+Two sources, one answer. `--url http://HOST:PORT` (or `…/shards`) reads a replica's /shards: the
+assignment document it works under (the ConfigMap's: members, weights, slot table, overrides, pins), its
+zone list, and the sync state of zones other replicas own from their own /shards where they can be reached
+(`shards.gather`; "unknown" where not). Without `--url` the cluster is read directly (`--kubeconfig`,
+`--namespace`, `--instance`): the assignment ConfigMap and the member Leases give the same view, minus what
+only a replica knows (sync times, records); zones come from `--zones-from-url` (a replica's base URL or its
+/shards, or any list), `--fake-provider-url` or `--zones-file` when given.
 
-`--explain` and `--what-if-replicas` need the assignment itself. From the cluster it is exact. From a
-replica's URL it is rebuilt from the members /shards lists (default ring, no pins), checked against the
-owners the replica reports, and a note says when they disagree. `--explain` of a name that is not a managed
-zone (when the zone list is known) says so, and names the managed zone the name lies in, if any.
+Either way the view carries the assignment document, and `--explain` and `--what-if-replicas` are computed
+from it by the same code (`answer`), so both sources give the same owner and the same count for the same
+generation and zones. A replica that serves no assignment (older than the `assignment` key, or running
+`--sharding=off` or `--once`) gets a one-line refusal instead of a guess. `--explain` of a name that is not
+a managed zone (when the zone list is known) says so, and names the managed zone the name lies in, if any.
 
 Exit status: 0 done, 1 the source could not be read or the input is invalid (a message, never a traceback);
 2 for a malformed command line, as argparse does everywhere.
@@ -31,8 +32,7 @@ import httpx
 import orjson
 
 from shardsync.endpoint import name_error, normalize_name
-from shardsync.sharding.assignment import Assignment, CorruptAssignment, Member
-from shardsync.sharding.states import MemberState
+from shardsync.sharding.assignment import Assignment, CorruptAssignment
 from shardsync.shards import table
 from shardsync.shards.analysis import WhatIfError, explain_zone, what_if_replicas
 from shardsync.shards.cluster import ClusterReadError, build_view, read_objects
@@ -103,32 +103,26 @@ def run(args: argparse.Namespace) -> str:
             raise ShardsError(f"--explain {args.explain!r}: {problem}")
     if args.url:
         view = parse(fetch_json(shards_url(args.url), args.timeout), args.url)
-        assignment, notes = assignment_from_view(view)
         if args.explain is None and args.what_if_replicas is None:
             urls = member_urls(view, args.url, args.member_url)
             view = gather(view, urls, lambda url: parse(fetch_json(shards_url(url), args.timeout), url))
     else:
-        view, assignment, notes = from_cluster(args)
-    zones = [z.zone for z in view.zones] if view.zones_known and view.zones else None
-    return answer(args, view, assignment, notes, zones)
+        view = from_cluster(args)
+    return answer(args, view, args.url or "the cluster")
 
 
-def answer(
-    args: argparse.Namespace,
-    view: ShardsView,
-    assignment: Assignment | None,
-    notes: list[str],
-    zones: list[str] | None,
-) -> str:
+def answer(args: argparse.Namespace, view: ShardsView, source: str) -> str:
+    """The text to print for `view`, whichever source it came from: the view itself, or an explanation or
+    a what-if computed from the assignment document it carries over its zone list (None: unknown)."""
     as_json = args.output == "json"
     if args.explain is not None or args.what_if_replicas is not None:
-        if assignment is None:
-            raise ShardsError("no assignment published yet: nothing to explain")
+        assignment = assignment_of(view, source)
+        zones = [z.zone for z in view.zones] if view.zones_known and view.zones else None
         if args.explain is not None:
             doc = explain_zone(assignment, args.explain)
             managed, note = managed_zone(args.explain, zones, assignment)
             doc["managed"] = managed
-            notes = [*notes, note] if note else notes
+            notes = [note] if note else []
             if notes:
                 doc["notes"] = notes
             return _dumps(doc) if as_json else _with_notes(table.render_explanation(doc), notes)
@@ -137,12 +131,9 @@ def answer(
         except WhatIfError as exc:
             raise ShardsError(str(exc)) from None
         if as_json:
-            doc = w.to_json()
-            if notes:
-                doc["notes"] = notes
-            return _dumps(doc)
+            return _dumps(w.to_json())
         survivors = assignment.identities & set(w.members_after)
-        return _with_notes(table.render_what_if(w, survivors), notes)
+        return table.render_what_if(w, survivors)
     return _dumps(view.to_json()) if as_json else table.render_view(view, args.all_zones)
 
 
@@ -218,34 +209,26 @@ def parse(doc: Any, source: str) -> ShardsView:
         raise ShardsError(f"{source} is not a shardsync /shards answer: {exc}") from None
 
 
-def assignment_from_view(view: ShardsView) -> tuple[Assignment | None, list[str]]:
-    """The assignment as well as a replica's /shards lets it be rebuilt (see the module docstring)."""
-    if view.generation < 1:
-        return None, []
-    owners = {z.owner for z in view.zones if z.owner}
-    members = [
-        Member(m.identity, m.weight)
-        for m in view.members
-        if m.state in (MemberState.READY, MemberState.RESTARTING) or m.identity in owners
-    ]
-    try:
-        assignment = Assignment(view.generation, tuple(members))
-    except CorruptAssignment as exc:
-        raise ShardsError(f"the members listed cannot form an assignment: {exc}") from None
-    notes = ["assignment rebuilt from the replica's member list (default ring, pins unknown)"]
-    differ = sum(1 for z in view.zones if z.owner and assignment.owner_of(z.zone) != z.owner)
-    if differ:
-        notes.append(
-            f"{differ} zones have another owner than the rebuilt ring gives them (pins, other ring "
-            "parameters, or a generation in flight): read the cluster (--kubeconfig) for the exact answer"
+def assignment_of(view: ShardsView, source: str) -> Assignment:
+    """The assignment `view` carries; ShardsError when there is none or it cannot be read, rather than a
+    guess (see the module docstring)."""
+    if view.assignment is None:
+        if view.generation < 1:
+            raise ShardsError("no assignment published yet: nothing to explain")
+        raise ShardsError(
+            f"{source} serves no assignment document (a replica older than this command, or one running "
+            "--sharding=off or --once): read the cluster instead (--kubeconfig, --namespace)"
         )
-    return assignment, notes
+    try:
+        return Assignment.from_document(view.assignment)
+    except CorruptAssignment as exc:
+        raise ShardsError(f"the assignment from {source} cannot be read: {exc}") from None
 
 
 # ---- the cluster --------------------------------------------------------------------------------------
 
 
-def from_cluster(args: argparse.Namespace) -> tuple[ShardsView, Assignment | None, list[str]]:
+def from_cluster(args: argparse.Namespace) -> ShardsView:
     from shardsync.kube import BlockingKube, kubeconfig_namespace
 
     try:
@@ -256,14 +239,14 @@ def from_cluster(args: argparse.Namespace) -> tuple[ShardsView, Assignment | Non
     zones = zone_list(args)
     try:
         objects = read_objects(kube, namespace, args.instance)
-        view, assignment = build_view(objects, args.instance, datetime.now(UTC), zones)
+        view = build_view(objects, args.instance, datetime.now(UTC), zones)
     except ClusterReadError as exc:
         raise ShardsError(str(exc)) from None
     except CorruptAssignment as exc:
         raise ShardsError(f"the assignment ConfigMap cannot be read: {exc}") from None
     finally:
         kube.close()
-    return view, assignment, []
+    return view
 
 
 def zone_list(args: argparse.Namespace) -> list[str] | None:

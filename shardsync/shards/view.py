@@ -3,7 +3,10 @@
 The contract (issue 4, design §3), which users and scripts rely on:
 `{"generation", "coordinator", "self", "members": [{"identity", "state", "weight", "zones",
 "observedGeneration", "lastRenewSeen"}], "zones": [{"zone", "owner", "state", "lastSync", "lastSyncSeconds",
-"records", "lastError"}]}`. `parse_view` refuses a document of another shape with `InvalidView` (a message,
+"records", "lastError"}], "assignment"}`, where `assignment` is the assignment document the view's owners
+come from (the ConfigMap's, shardsync.sharding.assignment), kept here as JSON and read by
+`Assignment.from_document` where it is used; null when there is none (a replica older than the key reads
+as null too). `parse_view` refuses a document of another shape with `InvalidView` (a message,
 never a traceback, for the command line); keys it does not know are ignored, so a newer replica that adds
 fields still reads. A view built from the cluster objects has no "self" (None) and, without a zone list,
 no zones (`zones_known` False) and no per-member zone counts (None); its `notes` say what it could not know.
@@ -54,6 +57,7 @@ class ShardsView:
     zones: tuple[ZoneRow, ...]
     zones_known: bool = True
     notes: tuple[str, ...] = ()
+    assignment: Mapping[str, Any] | None = None  # the assignment document the owners come from
 
     def owner_counts(self) -> Counter[str]:
         """Zones per owner ("-" for none), with every member listed (0 when it owns nothing)."""
@@ -93,6 +97,7 @@ class ShardsView:
                 }
                 for z in self.zones
             ],
+            "assignment": dict(self.assignment) if self.assignment is not None else None,
         }
         if self.notes:
             doc["notes"] = list(self.notes)
@@ -109,6 +114,7 @@ def parse_view(doc: object) -> ShardsView:
     )
     zones = tuple(_zone(entry, f"zones[{i}]") for i, entry in enumerate(_get(doc, "zones", list, "/shards")))
     notes = doc.get("notes")
+    assignment = _optional(doc, "assignment", dict, "/shards")
     return ShardsView(
         generation=generation,
         coordinator=_optional(doc, "coordinator", str, "/shards") or "",
@@ -116,6 +122,7 @@ def parse_view(doc: object) -> ShardsView:
         members=members,
         zones=zones,
         notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+        assignment=assignment,
     )
 
 

@@ -86,6 +86,9 @@ def sample_doc() -> dict[str, Any]:
                 "lastError": "throttled",
             },
         ],
+        "assignment": Assignment(
+            7, (Member("shardsync-0"), Member("shardsync-1", 2)), slots=("shardsync-0", "shardsync-1") * 512
+        ).to_document(),
     }
 
 
@@ -113,6 +116,7 @@ def test_unknown_fields_are_ignored() -> None:
         (lambda d: d["members"].append("x"), "members[2] is not an object"),
         (lambda d: d["zones"][1].update(zone=None), "zones[1]: 'zone' must be str"),
         (lambda d: d["zones"][0].update(records="12"), "zones[0]: 'records' must be int or null"),
+        (lambda d: d.update(assignment=[]), "'assignment' must be dict or null"),
     ],
 )
 def test_contract_violations_are_named(mutate: Any, message: str) -> None:
@@ -151,8 +155,8 @@ def test_cluster_view_owners_match_the_ring_and_states_follow_the_leases() -> No
             "spec": {"holderIdentity": "shardsync-0"},
         },
     )
-    view, used = build_view(objects, "shardsync", NOW, ZONES[:300])
-    assert used == a
+    view = build_view(objects, "shardsync", NOW, ZONES[:300])
+    assert view.assignment is not None and Assignment.from_document(view.assignment) == a
     assert view.generation == 3 and view.coordinator == "shardsync-0" and view.self_identity is None
     states = {m.identity: m.state for m in view.members}
     assert states == {"shardsync-0": "ready", "shardsync-1": "expired", "shardsync-2": "ready"}
@@ -175,7 +179,7 @@ def test_cluster_view_parks_a_restarting_members_zones_and_reports_missing_lease
         leases=[lease("shardsync-0", observed_generation=3), lease("shardsync-1", restarting=True, age=100)],
         coordinator=None,
     )
-    view, _ = build_view(objects, "shardsync", NOW, ZONES[:200])
+    view = build_view(objects, "shardsync", NOW, ZONES[:200])
     by_owner = {row.owner: row.state for row in view.zones}
     assert by_owner == {"shardsync-0": "active", "shardsync-1": "parked", "shardsync-2": "orphaned"}
     assert {m.identity: m.state for m in view.members}["shardsync-2"] == "expired"
@@ -184,8 +188,8 @@ def test_cluster_view_parks_a_restarting_members_zones_and_reports_missing_lease
 
 def test_cluster_view_without_zone_list_or_assignment_says_so() -> None:
     objects = ClusterObjects(assignment=None, leases=[lease("shardsync-0")], coordinator=None)
-    view, used = build_view(objects, "shardsync", NOW, None)
-    assert used is None and view.generation == 0 and not view.zones_known
+    view = build_view(objects, "shardsync", NOW, None)
+    assert view.assignment is None and view.generation == 0 and not view.zones_known
     assert [m.zones for m in view.members] == [None]
     assert any("no assignment published yet" in n for n in view.notes)
     assert any("zone list unknown" in n for n in view.notes)

@@ -20,6 +20,7 @@ from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
 from shardsync.server import StatusEndpoints, StatusServer
 from shardsync.sharding.assignment import Assignment, Member
+from shardsync.sharding.balance import rebalance
 from shardsync.sharding.membership import MemberLease
 from shardsync.shards.view import parse_view
 from tests.kubeclient import raw_body
@@ -28,9 +29,27 @@ from tests.processes import free_port
 GENERATION = 4
 
 
-def replica_doc(zones: int) -> dict[str, Any]:
-    a = Assignment(GENERATION, (Member("shardsync-0"), Member("shardsync-1")))
-    names = [f"zone-{i:04d}.example" for i in range(zones)]
+def names_of(zones: int) -> list[str]:
+    return [f"zone-{i:04d}.example" for i in range(zones)]
+
+
+def slotted(
+    generation: int, members: dict[str, int], zones: list[str], pins: dict[str, str] | None = None
+) -> Assignment:
+    """An assignment as a coordinator publishes it: a slot table (and overrides) balanced on `zones`."""
+    balanced = rebalance((), members, zones, pins=pins)
+    return Assignment(
+        generation,
+        tuple(Member(i, w) for i, w in members.items()),
+        pins=pins or {},
+        slots=balanced.owners,
+        overrides=balanced.overrides,
+    )
+
+
+def replica_doc(zones: int, a: Assignment | None = None) -> dict[str, Any]:
+    names = names_of(zones)
+    a = a or slotted(GENERATION, {"shardsync-0": 1, "shardsync-1": 1}, names)
     return {
         "generation": GENERATION,
         "coordinator": "shardsync-0",
@@ -58,6 +77,7 @@ def replica_doc(zones: int) -> dict[str, Any]:
             }
             for z in names
         ],
+        "assignment": a.to_document(),
     }
 
 
@@ -118,23 +138,72 @@ def test_explain_and_what_if_from_a_replica(
     replica: tuple[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, state = replica
+    # The replica's assignment has a pin and the coordinator's overrides: both must be seen from its URL.
+    names = names_of(30)
+    a = slotted(GENERATION, {"shardsync-0": 1, "shardsync-1": 1}, names, {"zone-0003.example": "shardsync-0"})
+    state["doc"] = replica_doc(30, a)
     code, out, _ = shards(capsys, "--url", url, "--explain", "zone-0003.example", "-o", "json")
     assert code == 0
     doc = orjson.loads(out)
-    owner = next(z["owner"] for z in state["doc"]["zones"] if z["zone"] == "zone-0003.example")
-    assert doc["owner"] == owner and doc["generation"] == GENERATION
-    assert doc["notes"] == ["assignment rebuilt from the replica's member list (default ring, pins unknown)"]
+    assert doc["owner"] == "shardsync-0" and doc["pinEffective"] and doc["generation"] == GENERATION
+    assert doc["managed"] is True and "notes" not in doc
     code, out, _ = shards(capsys, "--url", url, "--what-if-replicas", "3", "-o", "json")
     what_if = orjson.loads(out)
     assert code == 0 and what_if["zones"] == 30 and not what_if["estimated"]
     assert what_if["idealFraction"] == pytest.approx(1 / 3, abs=1e-6)
-    assert {m["to"] for m in what_if["moves"]} <= {"shardsync-2"}
+    assert {m["to"] for m in what_if["moves"]} == {"shardsync-2"}
+    three = a.with_members((Member(f"shardsync-{i}") for i in range(3)), names)
+    assert what_if["moved"] == len(a.moved(three, names))
 
-    # owners the rebuilt ring cannot explain (a pin, say) are reported, not hidden
-    for z in state["doc"]["zones"][:5]:
-        z["owner"] = "shardsync-0" if z["owner"] == "shardsync-1" else "shardsync-1"
-    code, out, _ = shards(capsys, "--url", url, "--explain", "zone-0001.example")
-    assert code == 0 and "note: 5 zones have another owner than the rebuilt ring gives them" in out
+
+def test_url_and_cluster_give_the_same_answers(
+    apiserver: ApiServer, replica: tuple[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same assignment published in the cluster and served by a replica: every zone's --explain owner
+    and every --what-if count agree between the two forms."""
+    url, state = replica
+    names = names_of(20)
+    a = slotted(
+        7, {"shardsync-0": 1, "shardsync-1": 2, "shardsync-2": 1}, names, {"zone-0005.example": "shardsync-2"}
+    )
+    state["doc"] = replica_doc(20, a)
+    publish(apiserver, a, {m.identity: {"observed_generation": 7, "weight": m.weight} for m in a.members})
+    cluster = ["--kubeconfig", str(apiserver.kubeconfig), "--zones-from-url", url]
+
+    def ask(*args: str) -> dict[str, Any]:
+        code, out, err = shards(capsys, *args, "-o", "json")
+        assert code == 0, err
+        doc: dict[str, Any] = orjson.loads(out)
+        return doc
+
+    for zone in [*names, "not-managed.example", "www.zone-0001.example"]:
+        by_url, by_cluster = ask("--url", url, "--explain", zone), ask(*cluster, "--explain", zone)
+        assert by_url["owner"] == by_cluster["owner"] == a.owner_of(zone), zone
+        assert by_url == by_cluster, zone
+    for replicas in (2, 5):
+        by_url = ask("--url", url, "--what-if-replicas", str(replicas))
+        assert by_url == ask(*cluster, "--what-if-replicas", str(replicas)), replicas
+        assert by_url["zones"] == 20 and not by_url["estimated"] and by_url["moved"] > 0
+
+
+def test_a_replica_without_an_assignment_is_refused(
+    replica: tuple[str, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older replica (no `assignment` key) or one not sharding: a one-line refusal, never a guess."""
+    url, state = replica
+    del state["doc"]["assignment"]
+    for ask in (["--explain", "zone-0001.example"], ["--what-if-replicas", "3"]):
+        code, out, err = shards(capsys, "--url", url, *ask)
+        assert code == 1 and out == ""
+        assert err.splitlines() == [
+            f"shardsync shards: {url} serves no assignment document (a replica older than this command, or "
+            "one running --sharding=off or --once): read the cluster instead (--kubeconfig, --namespace)"
+        ]
+    code, out, _ = shards(capsys, "--url", url)  # the view itself still reads
+    assert code == 0 and "generation 4" in out
+    state["doc"]["assignment"] = {"version": 99}
+    code, _, err = shards(capsys, "--url", url, "--what-if-replicas", "3")
+    assert code == 1 and "the assignment from" in err and "unsupported assignment version 99" in err
 
 
 @pytest.mark.parametrize(
