@@ -89,6 +89,46 @@ def test_environment_fills_flags_and_command_line_wins() -> None:
     assert parse(["--no-dry-run", *FAKE], env).dry_run is False
 
 
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (
+            {"SHARDSYNC_INTERVAL": "bogus"},
+            "SHARDSYNC_INTERVAL=bogus: invalid duration 'bogus' (use e.g. 30s, 1m, 500ms, 1h30m)",
+        ),
+        ({"SHARDSYNC_CONCURRENCY": "x"}, "SHARDSYNC_CONCURRENCY=x: expected a whole number"),
+        ({"SHARDSYNC_PROVIDER_RATE_LIMIT": "fast"}, "SHARDSYNC_PROVIDER_RATE_LIMIT=fast: expected a number"),
+        ({"EXTERNAL_DNS_DRY_RUN": "maybe"}, "EXTERNAL_DNS_DRY_RUN=maybe: expected true/false, got 'maybe'"),
+        (
+            {"SHARDSYNC_SOURCE": "service,pods"},
+            "SHARDSYNC_SOURCE=service,pods: 'pods': not one of service, ingress, crd, gateway-httproute, "
+            "gateway-grpcroute, gateway-tlsroute, gateway-tcproute, gateway-udproute",
+        ),
+        ({"SHARDSYNC_LOG_LEVEL": "loud"}, "SHARDSYNC_LOG_LEVEL=loud: not one of debug, info, warning, error"),
+        ({"EXTERNAL_DNS_INTERVAL": "0s"}, "--interval must be positive (from EXTERNAL_DNS_INTERVAL)"),
+        (
+            {"SHARDSYNC_INSTANCE": "Bad_Name"},
+            "--instance=Bad_Name: not usable in object names (at most 40 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit) (from SHARDSYNC_INSTANCE)",
+        ),
+    ],
+)
+def test_a_bad_environment_value_is_one_message_naming_the_variable(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(FAKE, {"POD_NAME": "shardsync-0", **env})
+    assert str(caught.value) == message
+
+
+def test_the_command_line_wins_over_a_bad_environment_value() -> None:
+    env = {"POD_NAME": "shardsync-0", "SHARDSYNC_INTERVAL": "bogus", "SHARDSYNC_DRY_RUN": "maybe"}
+    s = parse(["--interval=5s", "--dry-run", *FAKE], env)
+    assert (s.interval, s.dry_run) == (5.0, True)
+    env = {"POD_NAME": "shardsync-0", "SHARDSYNC_SOURCE": "pods", "SHARDSYNC_CONCURRENCY": "0"}
+    assert parse(["--source=crd", "--concurrency=2", *FAKE], env).sources == ("crd",)
+
+
 def test_timing_defaults_follow_whether_the_provider_fences() -> None:
     fenced = timings_of(parse(FAKE), fenced=True)
     assert (fenced.lease_duration, fenced.renew_interval, fenced.settle) == (3, 1.0, 0.5)
