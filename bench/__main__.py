@@ -38,7 +38,9 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description=__doc__.splitlines()[0] if __doc__ else None
+        prog="python -m bench",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        allow_abbrev=False,
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sizes, about 2 minutes on 2 cores")

@@ -48,7 +48,7 @@ def get_replace_rate(seconds: float = 3.0, in_process: bool = False) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--in-process", action="store_true", help="run the server in this process")
     args = parser.parse_args()

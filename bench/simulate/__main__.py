@@ -39,7 +39,9 @@ def _events(text: str) -> tuple[str, ...]:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.simulate", description=__doc__.splitlines()[0] if __doc__ else None
+        prog="python -m bench.simulate",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        allow_abbrev=False,
     )
     parser.add_argument("--quick", action="store_true", help="a small matrix (seconds; what the tests run)")
     parser.add_argument(

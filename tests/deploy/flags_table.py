@@ -65,7 +65,9 @@ def write(readme: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter, allow_abbrev=False
+    )
     parser.add_argument("--write", type=Path, help="replace the table in this README (between the markers)")
     args = parser.parse_args(argv)
     if args.write:

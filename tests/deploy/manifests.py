@@ -57,7 +57,7 @@ def env_values(c: Obj) -> dict[str, Any]:
 def settings_for(args: list[str], env: Mapping[str, str]) -> config.Settings:
     """What `shardsync <args>` would run with, in a pod whose environment is `env`."""
     assert args[0] == "run", args
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)  # as `shardsync run`: full flag names only
     config.configure(parser, env)
     return config.settings_from_args(parser.parse_args(args[1:]), env)
 
