@@ -30,7 +30,7 @@ from shardsync.durations import format_duration
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
 from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
-from shardsync.logs import LOG_FORMATS
+from shardsync.logs import LOG_FORMATS, LOG_LEVELS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.budget import DEFAULT_BURST as DEFAULT_PROVIDER_BURST
 from shardsync.providers.budget import DEFAULT_RATE_LIMIT
@@ -195,7 +195,7 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag("instance", "name shared by the replicas of one deployment; prefixes their objects"),
     mirrored("metrics_address", "address of /metrics, /healthz, /readyz and /shards"),
-    mirrored("log_level", "debug, info, warning or error", choices=("debug", "info", "warning", "error")),
+    mirrored("log_level", "debug, info, warning or error", choices=LOG_LEVELS),
     mirrored(
         "log_format",
         "text (logfmt key=value lines) or json (one JSON object per line, same keys)",

@@ -5,6 +5,7 @@ A bare number means seconds, so `--interval 60` and `--interval 1m` are the same
 
 from __future__ import annotations
 
+import math
 import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -28,6 +29,8 @@ def parse_duration(text: str) -> float:
             pos = match.end()
         if pos != len(s) or pos == 0:
             raise ValueError(f"invalid duration {text!r} (use e.g. 30s, 1m, 500ms, 1h30m)") from None
+    if not math.isfinite(value):  # float() reads "nan" and "inf"
+        raise ValueError(f"invalid duration {text!r} (use e.g. 30s, 1m, 500ms, 1h30m)")
     if value < 0:
         raise ValueError(f"negative duration {text!r}")
     return value

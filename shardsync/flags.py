@@ -5,7 +5,8 @@ and the frozen dataclass they fill; the group's defaults are that dataclass's fi
 default is defined once. `shardsync.config` turns every group into argparse arguments with environment
 variables (`SHARDSYNC_<FLAG>`, `EXTERNAL_DNS_<FLAG>`) and builds each group's options value; the part
 that declared the group receives its own options value and never reads the others'. The value parsers
-(`duration`, `boolean`) and `ConfigError` live here too, so a part can validate its own options.
+(`duration`, `boolean`, `count`, `port`, `non_negative`, `positive`) and `ConfigError` live here too, so
+a part can validate its own options and every command's flags refuse a bad value in one line.
 """
 
 from __future__ import annotations
@@ -31,6 +32,44 @@ def duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count(text: str) -> int:
+    """A whole number, 0 or more, as argparse's `type=`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port, 0 (any free one) to 65535, as argparse's `type=`."""
+    value = count(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
+    return value
+
+
+def non_negative(text: str) -> float:
+    """A finite number, 0 or more (a rate where 0 means none), as argparse's `type=`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number, 0 or more, got {text!r}")
+    return value
+
+
+def positive(text: str) -> float:
+    """A finite number above 0 (seconds to wait), as argparse's `type=`."""
+    value = non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+    return value
 
 
 def boolean(text: str) -> bool:

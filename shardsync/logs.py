@@ -26,6 +26,7 @@ def _quote(value: object) -> str:
 
 
 LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error")  # every command's --log-level
 
 
 def _fields(formatter: logging.Formatter, record: logging.LogRecord) -> dict[str, Any]:

@@ -17,7 +17,7 @@ def test_parse(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1x", "m", "5s3", "-1s", "-5", "1m 2s"])
+@pytest.mark.parametrize("text", ["", "abc", "1x", "m", "5s3", "-1s", "-5", "1m 2s", "nan", "inf", "-inf"])
 def test_parse_rejects(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)

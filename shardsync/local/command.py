@@ -4,41 +4,37 @@ live table; `shardsync local scale N` changes the replica count of the running o
 Needs no cluster and nothing but `pip install -e .`. Everything it starts logs into a run directory that it
 prints (default: a new temporary directory). When stdout is not a terminal (or with `--no-tty`) the table
 is printed every few seconds instead of redrawn, and keys are not read.
+
+Before anything starts: a replica count above the launcher's limit is a usage error (exit 2), and a run
+directory that cannot be written, or that a running `shardsync local` uses, one line (exit 1). When the
+reader of our output goes away (`shardsync local | head`), everything started is stopped and the exit
+status is 141, as for any command whose reader left.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from shardsync.flags import duration
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+from shardsync.flags import count, duration
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--replicas", type=_count, default=3, help="replica processes to start (default 3)")
+    parser.add_argument("--replicas", type=count, default=3, help="replica processes to start (default 3)")
     parser.add_argument(
-        "--zones", type=_count, default=50, help="zones seeded in the fake provider (default 50)"
+        "--zones", type=count, default=50, help="zones seeded in the fake provider (default 50)"
     )
     parser.add_argument(
-        "--records-per-zone", type=_count, default=20, help="foreign A records seeded per zone (default 20)"
+        "--records-per-zone", type=count, default=20, help="foreign A records seeded per zone (default 20)"
     )
     parser.add_argument(
         "--desired-per-zone",
-        type=_count,
+        type=count,
         default=5,
         help="records per zone asked for by a DNSEndpoint, besides one Service each (default 5)",
     )
@@ -76,7 +72,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     sub = parser.add_subparsers(dest="local_action", metavar="ACTION")
     scale = sub.add_parser("scale", help="change the replica count of the running `shardsync local`")
-    scale.add_argument("replicas", type=_count, help="the new replica count")
+    scale.add_argument("replicas", type=count, help="the new replica count")
     scale.add_argument(
         "--run-dir", dest="target_run_dir", type=Path, help="its run directory (default: latest)"
     )
@@ -86,13 +82,51 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _fail(message: str, code: int) -> int:
+    print(f"shardsync local: {message}", file=sys.stderr)
+    return code
+
+
+def _run_dir_problem(run_dir: Path) -> str | None:
+    """Why `run_dir` cannot hold this run: not writable, or in use by a running `shardsync local` (two
+    launchers in one directory would take each other's control socket and logs)."""
+    from shardsync.local import control
+
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        probe = run_dir / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return f"--run-dir={run_dir}: cannot write there: {exc.strerror or exc}"
+    try:
+        control.request(run_dir, {"status": True}, timeout=5.0)
+    except control.ControlError:
+        return None  # nobody answers: free
+    return f"--run-dir={run_dir}: a running `shardsync local` uses it; stop it or choose another directory"
+
+
 def main(args: argparse.Namespace) -> int:
     if args.local_action in ("scale", "status"):
         return _control(args)
+    from shardsync.cli import OUTPUT_CLOSED, output_closed
     from shardsync.local.infra import LocalOptions
-    from shardsync.local.launcher import launch
+    from shardsync.local.launcher import MAX_REPLICAS, launch
 
-    run_dir = args.run_dir if args.run_dir is not None else Path(tempfile.mkdtemp(prefix="shardsync-local-"))
+    if args.replicas > MAX_REPLICAS:
+        return _fail(
+            f"argument --replicas: at most {MAX_REPLICAS}, got {args.replicas}; see shardsync local --help", 2
+        )
+    if args.run_dir is None:
+        try:
+            run_dir = Path(tempfile.mkdtemp(prefix="shardsync-local-"))
+        except OSError as exc:
+            return _fail(f"cannot make a run directory in {tempfile.gettempdir()}: {exc.strerror}", 1)
+    else:
+        run_dir = args.run_dir
+        problem = _run_dir_problem(run_dir)
+        if problem is not None:
+            return _fail(problem, 1)
     live = sys.stdout.isatty() and not args.no_tty
     keys = live and sys.stdin.isatty()
     options = LocalOptions(
@@ -112,7 +146,8 @@ def main(args: argparse.Namespace) -> int:
         sources=tuple(args.source or ("service", "crd")),
     )
     with _keys_mode(keys):
-        return launch(options)
+        code = launch(options)
+    return output_closed() if code == OUTPUT_CLOSED else code
 
 
 @contextlib.contextmanager
@@ -148,6 +183,5 @@ def _control(args: argparse.Namespace) -> int:
             reply.pop("ok", None)
             print(orjson.dumps(reply, option=orjson.OPT_INDENT_2).decode())
     except control.ControlError as exc:
-        print(f"shardsync local: {exc}", file=sys.stderr)
-        return 1
+        return _fail(str(exc), 1)
     return 0

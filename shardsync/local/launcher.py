@@ -28,6 +28,7 @@ import anyio
 import httpx
 import orjson
 
+from shardsync.cli import OUTPUT_CLOSED
 from shardsync.durations import format_duration
 from shardsync.kube import BlockingKube
 from shardsync.local import control, infra, seed
@@ -80,12 +81,25 @@ class Launcher:
         self._stop: anyio.Event | None = None  # made inside the event loop
         self._exit_code = 0
         self.kube: BlockingKube | None = None
+        self.output_closed = False  # our reader went away (`shardsync local | head`)
 
     # ---- output ----------------------------------------------------------------------------------------
 
     def say(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        """Once the reader of our output has gone (`shardsync local | head`), nothing more is written and
+        everything stops, as when the terminal closes; an error here would skip stopping the children."""
+        if self.output_closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:
+            self.output_closed = True
+            log.info("output closed: stopping")
+            self.request_stop()
 
     def event(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -295,8 +309,7 @@ class Launcher:
     def draw(self) -> None:
         now = time.monotonic()
         if self.o.live:
-            self.out.write(_CLEAR + self.screen() + "\n")
-            self.out.flush()
+            self._write(_CLEAR + self.screen() + "\n")
         elif now - self._last_print >= self.o.every:
             self._last_print = now
             self.say(self.screen() + "\n")
@@ -432,9 +445,10 @@ def launch(options: LocalOptions, out: TextIO | None = None) -> int:
             "scale with `shardsync local scale N`"
             + (f"; stopping after {format_duration(options.duration)}" if options.duration else "")
         )
-        code = anyio.run(launcher.run)
+        if not launcher.output_closed:  # closed during the setup: nothing to run for
+            code = anyio.run(launcher.run)
     except SetupFailed as exc:
-        say(f"shardsync local: {exc}")
+        print(f"shardsync local: {exc}", file=sys.stderr, flush=True)
     except (_Stop, KeyboardInterrupt):
         code = 0
     finally:
@@ -447,4 +461,4 @@ def launch(options: LocalOptions, out: TextIO | None = None) -> int:
             control.clear_pointer(options.run_dir)
             _on_signals(signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
-    return code
+    return OUTPUT_CLOSED if launcher.output_closed else code

@@ -32,6 +32,7 @@ import httpx
 import orjson
 
 from shardsync.endpoint import name_error, normalize_name
+from shardsync.flags import count, positive
 from shardsync.sharding.assignment import Assignment, CorruptAssignment
 from shardsync.shards import table
 from shardsync.shards.analysis import WhatIfError, explain_zone, what_if_replicas
@@ -75,11 +76,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     ask = out.add_mutually_exclusive_group()
     ask.add_argument("--explain", metavar="ZONE", help="why this zone sits where it sits")
     ask.add_argument(
-        "--what-if-replicas", metavar="N", type=int, help="how many zones would move if scaled to N replicas"
+        "--what-if-replicas",
+        metavar="N",
+        type=count,
+        help="how many zones would move if scaled to N replicas",
     )
     out.add_argument("--statefulset", help="StatefulSet name for --what-if-replicas (default: from members)")
     parser.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds to wait for an answer (default 5)"
+        "--timeout", type=positive, default=5.0, help="seconds to wait for an answer (default 5)"
     )
 
 
@@ -95,8 +99,6 @@ def main(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> str:
     """The text to print; ShardsError for anything the user can fix."""
-    if args.what_if_replicas is not None and args.what_if_replicas < 0:
-        raise ShardsError("--what-if-replicas must not be negative")
     if args.explain is not None:
         problem = name_error(normalize_name(args.explain))
         if problem is not None:

@@ -214,7 +214,6 @@ def test_a_replica_without_an_assignment_is_refused(
         (["--url", "{replica}/nothing"], "answered 404"),
         (["--url", "{replica}/healthz"], "did not answer JSON"),
         (["--url", "{replica}", "--explain", "bad..name"], "--explain 'bad..name'"),
-        (["--url", "{replica}", "--what-if-replicas", "-1"], "must not be negative"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], "cannot load the kubeconfig"),
     ],
 )
