@@ -19,6 +19,7 @@ import pytest
 
 from shardsync.cli import COMMANDS
 from shardsync.providers.fake.client import FakeAdmin
+from tests.processes import pid_alive
 from tests.waits import eventually_sync
 
 pytestmark = [
@@ -32,14 +33,6 @@ FAST = [
     "--replica-arg=--lease-duration=6s",
     "--replica-arg=--renew-interval=1s",
 ]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 class Local:
@@ -101,7 +94,7 @@ class Local:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
         for pid in self.run_file().get("pids", []):
-            if alive(pid):
+            if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
 
@@ -213,7 +206,7 @@ def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: A
     pids = local.run_file()["pids"]
     assert len(pids) == 5  # api server, provider, three replicas
     assert "shardsync-0 pid" in out and "exit 0" in out
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]
     assert not (local.run_dir / "control").exists()
     # the scale command now finds no launcher
     gone = local.shardsync("local", "scale", "2")
@@ -230,4 +223,4 @@ def test_local_stops_everything_on_sigterm(local_factory: Any) -> None:
     out = local.output()
     assert "SIGTERM: stopping" in out
     assert f"shardsync-0 pid {pids[2]} exit 0" in out  # the replica stopped by itself, not killed
-    assert not [pid for pid in pids if alive(pid)]
+    assert not [pid for pid in pids if pid_alive(pid)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,17 +23,10 @@ import pytest
 from shardsync import cli
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.apiserver.snapshot import FILE_NAME
+from tests.processes import pid_alive
 
 USAGE, ENVIRONMENT, OUTPUT_CLOSED = 2, 1, 141
 CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("SHARDSYNC_", "EXTERNAL_DNS_"))}
-
-
-@pytest.fixture
-def busy_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
 
 
 def shardsync(
@@ -226,20 +218,12 @@ def test_local_refuses_a_run_dir_in_use_and_stops_all_on_a_closed_output(tmp_pat
         assert code == OUTPUT_CLOSED and errors == "", errors
         started = orjson.loads((run_dir / "run.json").read_bytes())["pids"]
         assert len(started) >= 3  # API server, fake provider, the replica
-        alive = [pid for pid in started if _alive(pid)]
+        alive = [pid for pid in started if pid_alive(pid)]
         assert not alive, alive
     finally:
         if first.poll() is None:
             first.kill()
             first.wait(timeout=10)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 # ---- a closed output ---------------------------------------------------------------------------------------

@@ -8,10 +8,8 @@ that stderr is exactly one line naming what is wrong, and that no "Traceback" ap
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,14 +38,6 @@ def files(tmp_path: Path) -> dict[str, str]:
     for name, text in paths.items():
         (tmp_path / name).write_text(text)
     return {name: str(tmp_path / name) for name in paths}
-
-
-@pytest.fixture
-def busy_port() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
 
 
 def run(
