@@ -39,7 +39,10 @@ def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(start_cl
     coordinators = set()
     for ident, doc in docs.items():
         assert doc is not None, ident
-        assert set(doc) == {"generation", "coordinator", "self", "members", "zones"}
+        assert set(doc) == {"generation", "coordinator", "self", "members", "zones", "assignment"}
+        assert doc["assignment"] == assignment.to_document(), (
+            ident
+        )  # the published one, as the ConfigMap has it
         assert doc["self"] == ident
         assert doc["generation"] == assignment.generation, (ident, doc["generation"])
         coordinators.add(doc["coordinator"])

@@ -71,7 +71,10 @@ async def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(ap
         # /shards: every replica tells the same story, in the contract's shape.
         snaps = [o.snapshot(n) for o, n in zip(c.sharded(), c.nodes.values(), strict=True)]
         for node, snap in zip(c.nodes.values(), snaps, strict=True):
-            assert set(snap) == {"generation", "coordinator", "self", "members", "zones"}
+            assert set(snap) == {"generation", "coordinator", "self", "members", "zones", "assignment"}
+            assert (
+                snap["assignment"] == views[0].to_document() if views[0] else False
+            )  # what owners come from
             assert snap["self"] == node.identity
             assert snap["generation"] == views[0].generation if views[0] else False
             assert snap["coordinator"] in c.nodes
