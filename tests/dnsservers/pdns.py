@@ -7,13 +7,23 @@ TSIG-ALLOW-AXFR with `allow-axfr-ips=` empty (unsigned AXFRs are NOTAUTH). SOA-E
 bumps the serial by one per UPDATE as BIND and Knot do (PowerDNS's default would jump to a date serial).
 Caches are off, so a query sees every write at once and `reset_zone` can rewrite a zone's rows in SQL while
 the server runs. A restart keeps the database. `gsqlite3-pragma-synchronous=0`: no fsync per write, tests
-do not need durability across a crash. No webserver, API or security polling (nothing leaves loopback).
+do not need durability across a crash. No security polling (nothing leaves loopback).
+
+By default no webserver and no API. With `api=True` (the pdns provider's tests) the server also serves its
+HTTP API on `api_url` (127.0.0.1, a free port chosen with the DNS port, kept across restarts) with the key
+`api_key`; `start()` then also waits until the API answers. `dnsupdate=yes` stays on either way: the pdns
+provider's fence speaks RFC 2136 to the same server.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import http.client
+import os
 import sqlite3
+import time
+from collections.abc import Iterable, Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import ClassVar
@@ -22,7 +32,7 @@ import dns.name
 import dns.rdatatype
 import dns.zone
 
-from tests.dnsservers.base import DnsTestServer, find_binary
+from tests.dnsservers.base import READY_TIMEOUT, DnsTestServer, ServerError, find_binary, free_port
 
 PDNS_CANDIDATES = ("/usr/sbin/pdns_server", "/usr/local/sbin/pdns_server")
 BACKEND_GLOBS = ("/usr/lib/*/pdns/libgsqlite3backend.so", "/usr/lib/pdns/libgsqlite3backend.so")
@@ -46,6 +56,20 @@ class PowerDnsServer(DnsTestServer):
     kind: ClassVar[str] = "pdns"
     title: ClassVar[str] = "PowerDNS Authoritative (pdns_server + gsqlite3)"
     packages: ClassVar[tuple[str, ...]] = ("pdns-server", "pdns-backend-sqlite3")
+
+    def __init__(
+        self, zones: Iterable[str], *, records: Mapping[str, Iterable[str]] | None = None, api: bool = False
+    ) -> None:
+        super().__init__(zones, records=records)
+        self.api = api
+        self.api_key = os.urandom(12).hex()
+        self.api_port = 0
+        self._api_for_port = 0
+
+    @property
+    def api_url(self) -> str:
+        """The base URL of the HTTP API (what `--pdns-server` takes)."""
+        return f"http://{self.host}:{self.api_port}"
 
     @classmethod
     def missing(cls) -> list[str]:
@@ -113,10 +137,34 @@ class PowerDnsServer(DnsTestServer):
             rows,
         )
 
+    def _spawn_and_wait(self) -> None:
+        super()._spawn_and_wait()
+        if self.api:
+            self._wait_for_api()
+
+    def _wait_for_api(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                conn = http.client.HTTPConnection(self.host, self.api_port, timeout=0.5)
+                try:
+                    conn.request("GET", "/api/v1/servers/localhost", headers={"X-API-Key": self.api_key})
+                    if conn.getresponse().status == 200:
+                        return
+                finally:
+                    conn.close()
+            if time.monotonic() > deadline:
+                raise ServerError(f"pdns API did not answer within {READY_TIMEOUT}s:\n{self.log_tail()}")
+            time.sleep(0.02)
+
     def _command(self) -> list[str]:
         return [find_pdns() or "pdns_server", f"--config-dir={self.workdir}"]
 
     def _write_conf(self) -> None:
+        # A new DNS port (a first start, or a retry after a port clash) takes a new API port; a restart on
+        # the same DNS port keeps its API port, so a provider under test finds the API where it was.
+        if self.api and self._api_for_port != self.port:
+            self.api_port, self._api_for_port = free_port(), self.port
         conf = f"""
 launch=gsqlite3
 gsqlite3-database={self.database}
@@ -129,8 +177,7 @@ guardian=no
 disable-syslog=yes
 write-pid=no
 security-poll-suffix=
-webserver=no
-api=no
+{self._api_conf()}
 dnsupdate=yes
 allow-dnsupdate-from=127.0.0.0/8
 allow-axfr-ips=
@@ -139,3 +186,18 @@ query-cache-ttl=0
 negquery-cache-ttl=0
 """
         (self.workdir / "pdns.conf").write_text(conf)
+
+    def _api_conf(self) -> str:
+        if not self.api:
+            return "webserver=no\napi=no"
+        return "\n".join(
+            (
+                "webserver=yes",
+                "api=yes",
+                f"api-key={self.api_key}",
+                "webserver-address=127.0.0.1",
+                f"webserver-port={self.api_port}",
+                "webserver-allow-from=127.0.0.0/8",
+                "webserver-loglevel=none",
+            )
+        )

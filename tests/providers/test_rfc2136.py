@@ -368,6 +368,22 @@ async def test_fence_taken_between_batches_stops_the_rest(
     assert written == {e.dns_name for e in eps[:10]}
 
 
+async def test_check_fence_passes_for_the_holder_only_and_changes_nothing(
+    provider: Rfc2136Provider, dns_server: DnsTestServer, fresh_zone: str
+) -> None:
+    # The pdns provider's check before each PATCH: an UPDATE that is only the fence's prerequisite.
+    zone = fresh_zone
+    with pytest.raises(FencedError):
+        await provider.check_fence(zone, FenceToken(1, "a"))  # no fence at all
+    await provider.acquire_fence(zone, FenceToken(1, "a"))
+    before = serial(dns_server, zone)
+    await provider.check_fence(zone, FenceToken(1, "a"))
+    assert serial(dns_server, zone) == before  # nothing applied, not even a serial bump
+    await provider.acquire_fence(zone, FenceToken(2, "b"))
+    with pytest.raises(FencedError, match="no longer holds identity=a,generation=1"):
+        await provider.check_fence(zone, FenceToken(1, "a"))
+
+
 async def test_fenced_write_without_a_fence_in_the_zone_is_refused(
     provider: Rfc2136Provider, dns_server: DnsTestServer, fresh_zone: str
 ) -> None:

@@ -6,12 +6,11 @@ message building and parsing under it is messages.py.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shardsync.flags import ConfigError, Flag, FlagGroup, duration, mirrored
+from shardsync.providers.rfc2136.tsig import TsigFlags
 
 if TYPE_CHECKING:
     from shardsync.providers.rfc2136.provider import Rfc2136Provider
@@ -36,14 +35,14 @@ class Rfc2136Options:
     axfr: bool = True
     tsig_axfr: bool = True
 
+    def tsig(self) -> TsigFlags:
+        return TsigFlags(
+            "rfc2136-tsig", self.tsig_keyname, self.tsig_secret, self.tsig_secret_file, self.tsig_secret_alg
+        )
+
     def secret(self) -> str:
         """The TSIG secret from the flag/environment, else read from the file (never logged)."""
-        if self.tsig_secret:
-            return self.tsig_secret
-        if self.tsig_secret_file:
-            with open(self.tsig_secret_file, encoding="utf-8") as fh:
-                return fh.read().strip()
-        return ""
+        return self.tsig().read_secret()
 
 
 def _validate(o: Rfc2136Options) -> None:
@@ -59,49 +58,7 @@ def _validate(o: Rfc2136Options) -> None:
                 f"{name}=false: shardsync cannot run without listing zones by AXFR "
                 "(it plans and fences from what is there); drop the flag"
             )
-    _validate_tsig(o)
-
-
-def _validate_tsig(o: Rfc2136Options) -> None:
-    """The TSIG flags, checked before anything starts; a message never shows the secret itself.
-
-    A bad value is a usage error (ConfigError); a secret file that cannot be read is the environment's
-    (OSError, naming the file).
-    """
-    # dnspython is imported only when rfc2136 is the provider (its flags are validated only then).
-    from shardsync.providers.rfc2136.messages import TSIG_ALGORITHMS
-
-    if o.tsig_secret_alg.lower().rstrip(".") not in TSIG_ALGORITHMS:
-        raise ConfigError(
-            f"--rfc2136-tsig-secret-alg={o.tsig_secret_alg}: not supported; use one of "
-            f"{', '.join(TSIG_ALGORITHMS)}"
-        )
-    if o.tsig_secret and o.tsig_secret_file:
-        raise ConfigError("--rfc2136-tsig-secret and --rfc2136-tsig-secret-file are mutually exclusive")
-    if not o.tsig_keyname:
-        return  # no TSIG: a secret alone is not used (as before and as external-dns)
-    if not (o.tsig_secret or o.tsig_secret_file):
-        raise ConfigError(
-            f"--rfc2136-tsig-keyname={o.tsig_keyname} needs its secret: set --rfc2136-tsig-secret "
-            "(or SHARDSYNC_RFC2136_TSIG_SECRET) or --rfc2136-tsig-secret-file"
-        )
-    try:
-        secret = o.secret()
-    except OSError as exc:
-        raise OSError(
-            f"--rfc2136-tsig-secret-file={o.tsig_secret_file}: cannot read it ({exc.strerror or exc}); "
-            "mount the secret there or fix the path"
-        ) from None
-    try:
-        raw = base64.b64decode(secret, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if not raw:
-        where = f"-file={o.tsig_secret_file}: its" if o.tsig_secret_file else ": the"
-        raise ConfigError(
-            f"--rfc2136-tsig-secret{where} secret is empty or not base64: use the key's secret as "
-            'tsig-keygen or dnssec-keygen prints it (e.g. in named.conf\'s `secret "...";`)'
-        )
+    o.tsig().validate()
 
 
 FLAGS = FlagGroup(

@@ -319,13 +319,21 @@ class UpdateBuilder:
         return batches
 
     def _new_message(self, fence: tuple[str, FenceToken] | None) -> dns.update.UpdateMessage:
-        msg = dns.update.UpdateMessage(self.zone)
-        if self.key is not None:
-            msg.use_tsig(self.key)
-        if fence is not None:
-            fence_name, token = fence
-            msg.present(absolute(fence_name), fence_rdataset(token))
-        return msg
+        return update_message(self.zone, self.key, fence)
+
+
+def update_message(
+    zone: dns.name.Name, key: dns.tsig.Key | None, fence: tuple[str, FenceToken] | None
+) -> dns.update.UpdateMessage:
+    """An UPDATE of `zone`, signed with `key`, with the prerequisite "the fence `(name, token)` is exactly
+    this token" when given. Sent as it is (no update section), it checks the fence and changes nothing."""
+    msg = dns.update.UpdateMessage(zone)
+    if key is not None:
+        msg.use_tsig(key)
+    if fence is not None:
+        fence_name, token = fence
+        msg.present(absolute(fence_name), fence_rdataset(token))
+    return msg
 
 
 def _rrset(name: dns.name.Name, rdataset: dns.rdataset.Rdataset, *, deleting: bool) -> dns.rrset.RRset:

@@ -66,6 +66,7 @@ from shardsync.providers.rfc2136.messages import (
     fence_update,
     make_tsig_key,
     newest_token,
+    update_message,
 )
 
 # The package's name, the one it logged under as a single module: log lines keep their logger=.
@@ -233,6 +234,14 @@ class Rfc2136Provider:
         except _FenceMoved as exc:
             was = expected.to_text() if expected else "absent"
             raise FencedError(f"zone {zone}: the fence is no longer {was}") from exc
+
+    async def check_fence(self, zone: str, token: FenceToken) -> None:
+        """FencedError unless the zone's fence holds exactly `token`: one UPDATE carrying only that
+        prerequisite, which the server checks and then applies nothing (for a writer whose own writes do not
+        go through this server's UPDATEs, such as the pdns provider's HTTP API)."""
+        zone = self._zone(zone)
+        message = update_message(absolute(zone), self._key, (self.fence_name(zone), token))
+        await self._send_batch(zone, UpdateBatch(message, ["fence check"]), token, 0, 1)
 
     def ttl_of(self, endpoint: Endpoint) -> int:
         """The TTL written for an endpoint: its own, else the default, never below the minimum."""
