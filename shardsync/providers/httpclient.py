@@ -1,9 +1,11 @@
-"""What the providers' HTTP clients share: the header that names the caller, transport failures as
-UnreachableError (the worker retries those with backoff, as it does any provider error), and a 429's
-Retry-After (seconds or an HTTP date) for the provider budget (shardsync.providers.budget)."""
+"""What the providers' HTTP clients share: the header that names the caller, transport failures (httpx's, and
+the TLS errors it lets through) as UnreachableError (the worker retries those with backoff, as it
+does any provider error), and a 429's Retry-After (seconds or an HTTP date) for the provider budget
+(shardsync.providers.budget)."""
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +27,10 @@ def transport_errors(what: str, timeout: float) -> Iterator[None]:
     except httpx.TimeoutException as exc:
         raise UnreachableError(f"{what}: no answer within {timeout:g}s") from exc
     except httpx.TransportError as exc:
+        raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
+    except ssl.SSLError as exc:
+        # A TLS alert arriving after the handshake (a server that wants a client certificate, under TLS 1.3)
+        # can reach us as ssl.SSLError, not wrapped by httpx: the connection failed all the same.
         raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 

@@ -12,7 +12,9 @@ do not need durability across a crash. No security polling (nothing leaves loopb
 By default no webserver and no API. With `api=True` (the pdns provider's tests) the server also serves its
 HTTP API on `api_url` (127.0.0.1, a free port chosen with the DNS port, kept across restarts) with the key
 `api_key`; `start()` then also waits until the API answers. `dnsupdate=yes` stays on either way: the pdns
-provider's fence speaks RFC 2136 to the same server.
+provider's fence speaks RFC 2136 to the same server. `patch(zone, rrsets)` sends one PATCH of rrsets, and
+`external_dns_rrsets` builds them as external-dns's pdns provider does (its ConvertEndpointsToZones, written
+out by hand), to seed a zone "external-dns wrote".
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import glob
 import http.client
+import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import dns.name
 import dns.rdatatype
@@ -39,6 +42,27 @@ BACKEND_GLOBS = ("/usr/lib/*/pdns/libgsqlite3backend.so", "/usr/lib/pdns/libgsql
 SCHEMA = Path("/usr/share/pdns-backend-sqlite3/schema/schema.sqlite3.sql")
 SQL_TIMEOUT = 10.0
 PRIO_TYPES = frozenset({"MX", "SRV"})
+
+
+def owner_txt(owner: str, resource: str) -> str:
+    """The TXT registry's content for a record of `owner` made for `resource` (e.g. service/default/web)."""
+    return f'"heritage=external-dns,external-dns/owner={owner},external-dns/resource={resource}"'
+
+
+def external_dns_rrsets(zone: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rrsets external-dns's pdns provider PATCHes to create `records`, each `{"name": relative name or
+    "@", "type", "contents": [...], "ttl": (optional, 300 when unset)}`: absolute names, REPLACE, contents
+    as given (write host names with their trailing dot, TXT in quotes, as external-dns sends them)."""
+    return [
+        {
+            "name": f"{zone}." if r["name"] == "@" else f"{r['name']}.{zone}.",
+            "type": r["type"],
+            "ttl": r.get("ttl", 300),
+            "changetype": "REPLACE",
+            "records": [{"content": c, "disabled": False} for c in r["contents"]],
+        }
+        for r in records
+    ]
 
 
 def find_pdns() -> str | None:
@@ -136,6 +160,21 @@ class PowerDnsServer(DnsTestServer):
             "VALUES (?, ?, ?, ?, ?, ?, 0, 1)",
             rows,
         )
+
+    def patch(self, zone: str, rrsets: Sequence[Mapping[str, Any]]) -> None:
+        """One `PATCH .../zones/<zone>` of `rrsets` through the API (AssertionError unless 204)."""
+        conn = http.client.HTTPConnection(self.host, self.api_port, timeout=10)
+        try:
+            conn.request(
+                "PATCH",
+                f"/api/v1/servers/localhost/zones/{zone}.",
+                body=json.dumps({"rrsets": list(rrsets)}),
+                headers={"X-API-Key": self.api_key, "Content-Type": "application/json"},
+            )
+            resp = conn.getresponse()
+            assert resp.status == 204, f"PATCH {zone}: {resp.status} {resp.read()[:300]!r}"
+        finally:
+            conn.close()
 
     def _spawn_and_wait(self) -> None:
         super()._spawn_and_wait()

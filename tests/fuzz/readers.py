@@ -1,7 +1,8 @@
 """The provider readers the fuzz tests feed odd zones to, one `Reader` each: what a provider's answer looks
 like (a Hypothesis strategy) and the function that turns it into the zone's records: rfc2136's AXFR, the
-webhook's answer and Route53's listing pages (read by the aws provider itself, through a double of the three
-calls it makes; the double cannot show what botocore's own parsing would refuse). A provider added later is
+webhook's answer, Route53's listing pages (read by the aws provider itself, through a double of the three
+calls it makes; the double cannot show what botocore's own parsing would refuse) and PowerDNS's zone answer
+(read by the pdns provider itself, through a double of its API client). A provider added later is
 one more entry in `READERS`; tests/fuzz/test_fuzz_readers.py fuzzes every entry
 and runs the records it returns through the TXT registry and the planner."""
 
@@ -30,6 +31,8 @@ from shardsync.endpoint import Endpoint
 from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import HostedZone
+from shardsync.providers.pdns.fencing import LeaseTimed
+from shardsync.providers.pdns.provider import PdnsProvider
 from shardsync.providers.rfc2136.messages import endpoints_from_rrsets
 from shardsync.providers.webhook.client import WebhookProvider
 from tests.fuzz.objects import dns_endpoint
@@ -197,8 +200,65 @@ def read_route53(pages: list[list[dict[str, Any]]]) -> list[Endpoint]:
     return anyio.run(read)
 
 
+# -- PowerDNS: GET /api/v1/servers/<id>/zones/<zone>, JSON as orjson parses it ---------------------------
+# Any JSON may come back; a zone's rrsets carry a name, a type, a TTL and records of content + disabled,
+# each of which may be missing, of the wrong type, outside the zone or of a type not managed.
+
+json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.text(max_size=20))
+pdns_name = st.one_of(
+    st.text(max_size=30).map(lambda t: f"{t}.ex.com."),
+    st.sampled_from(["ex.com.", "*.ex.com.", "_shardsync-fence.ex.com.", "other.org.", "EX.COM", ""]),
+    json_scalar,
+)
+pdns_record = st.fixed_dictionaries(
+    {},
+    optional={
+        "content": st.one_of(st.text(max_size=60), json_scalar, st.sampled_from(['"heritage=external-dns"'])),
+        "disabled": st.one_of(st.booleans(), json_scalar),
+    },
+)
+pdns_rrset = st.one_of(
+    st.fixed_dictionaries(
+        {"name": pdns_name, "type": st.one_of(r53_type, st.sampled_from(["ALIAS", "a", "LUA"]), json_scalar)},
+        optional={
+            "ttl": st.one_of(st.integers(0, 2**31), json_scalar),
+            "records": st.one_of(st.lists(pdns_record, max_size=4), json_scalar),
+            "comments": st.lists(json_scalar, max_size=2),
+        },
+    ),
+    json_scalar,
+)
+pdns_answer = st.one_of(st.fixed_dictionaries({"rrsets": st.lists(pdns_rrset, max_size=8)}), junk)
+
+
+class _PdnsZone:
+    """The API calls `PdnsProvider.records` makes, answering with the drawn zone."""
+
+    base = "http://pdns.test/api/v1/servers/localhost"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    async def zones(self) -> Any:
+        return [{"id": "ex.com.", "name": "ex.com.", "kind": "Native"}]
+
+    async def zone(self, zone_id: str) -> Any:
+        return self.answer
+
+    async def patch(self, zone_id: str, rrsets: list[dict[str, Any]]) -> None:
+        raise AssertionError("reading never writes")
+
+    async def close(self) -> None:
+        return None
+
+
+def read_pdns(answer: Any) -> list[Endpoint]:
+    return anyio.run(PdnsProvider(_PdnsZone(answer), LeaseTimed()).records, ZONE)
+
+
 READERS: list[Reader] = [
     Reader("rfc2136 axfr", axfr, read_axfr),
     Reader("webhook records", webhook_answer, read_webhook),
     Reader("route53 rrsets", route53_pages, read_route53),
+    Reader("pdns zone", pdns_answer, read_pdns),
 ]

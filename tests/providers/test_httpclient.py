@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 import httpx
 import pytest
 
@@ -20,6 +22,15 @@ def test_other_transport_failure_names_its_kind() -> None:
     refused = pytest.raises(UnreachableError, match=r"^GET /x: ConnectError: refused$")
     with refused, transport_errors("GET /x", 2.5):
         raise httpx.ConnectError("refused")
+
+
+def test_a_tls_error_httpx_lets_through_is_unreachable_too() -> None:
+    alert = ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] tlsv13 alert certificate required")
+    with (
+        pytest.raises(UnreachableError, match=r"^GET /x: SSLError: .*CERTIFICATE_REQUIRED"),
+        transport_errors("GET /x", 2.5),
+    ):
+        raise alert
 
 
 def test_anything_else_passes_through() -> None:

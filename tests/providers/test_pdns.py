@@ -17,7 +17,6 @@ from contextlib import closing
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from shardsync.desired import DesiredIndex
@@ -34,6 +33,8 @@ from shardsync.providers.pdns.provider import PdnsProvider
 from shardsync.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.dnsservers import PowerDnsServer, require
+from tests.dnsservers.pdns import external_dns_rrsets
+from tests.dnsservers.pdns import owner_txt as pdns_owner_txt
 from tests.waits import eventually
 
 pytestmark = [pytest.mark.pdns]
@@ -46,7 +47,7 @@ _next_zone = itertools.count()
 
 
 def owner_txt(resource: str, owner: str = OWNER) -> str:
-    return f'"heritage=external-dns,external-dns/owner={owner},external-dns/resource={resource}"'
+    return pdns_owner_txt(owner, resource)
 
 
 @pytest.fixture(scope="module")
@@ -107,27 +108,8 @@ def make_provider(
     return provider, counting
 
 
-def external_dns_patch(pdns: PowerDnsServer, zone: str, rrsets: Sequence[Mapping[str, Any]]) -> None:
-    """What external-dns's pdns provider sends to create records: one REPLACE rrset per endpoint."""
-    body = {
-        "rrsets": [
-            {
-                "name": f"{zone}." if r["name"] == "@" else f"{r['name']}.{zone}.",
-                "type": r["type"],
-                "ttl": r.get("ttl", 300),
-                "changetype": "REPLACE",
-                "records": [{"content": c, "disabled": False} for c in r["contents"]],
-            }
-            for r in rrsets
-        ]
-    }
-    resp = httpx.patch(
-        f"{pdns.api_url}/api/v1/servers/localhost/zones/{zone}.",
-        json=body,
-        headers={"X-API-Key": pdns.api_key},
-        timeout=10,
-    )
-    assert resp.status_code == 204, resp.text
+def external_dns_patch(pdns: PowerDnsServer, zone: str, records: Sequence[Mapping[str, Any]]) -> None:
+    pdns.patch(zone, external_dns_rrsets(zone, records))
 
 
 def web_and_lb(zone: str) -> list[Mapping[str, Any]]:

@@ -106,7 +106,12 @@ FLAGS = FlagGroup(
         mirrored("tls_ca", "CA file verifying the API's certificate", flag="tls-ca"),
         mirrored("tls_client_cert", "client certificate file for two-way TLS", flag="tls-client-cert"),
         mirrored("tls_client_cert_key", "its key file", flag="tls-client-cert-key"),
-        Flag("timeout", "bound of one API call, start to last byte", kind=duration, flag="pdns-timeout"),
+        Flag(
+            "timeout",
+            "bound of one API call (connect to last byte) and of one fence exchange",
+            kind=duration,
+            flag="pdns-timeout",
+        ),
         Flag(
             "rfc2136_fence",
             "HOST:PORT of the same server's RFC 2136 port: each write is fenced there first (default: "
