@@ -151,6 +151,8 @@ def test_a_replica_writes_powerdns_through_its_api(
     assert applied and not [line for line in applied if f"zone={ADOPT}" in line]
     # the zone the domain filter leaves out is never written, though the API lists it
     assert pdns.texts(f"outside.{LEFT_OUT}", "A") == set()
+    # the API key and the TSIG secret stay in the process
+    assert pdns.api_key not in replica.log() and pdns.secret not in replica.log()
     assert replica.alive()
 
 
