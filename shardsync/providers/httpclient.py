@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 
 import httpx
 
@@ -34,7 +35,15 @@ def transport_errors(what: str, timeout: float) -> Iterator[None]:
         raise UnreachableError(f"{what}: {type(exc).__name__}: {exc}") from exc
 
 
-def retry_after(resp: httpx.Response, now: float | None = None) -> float | None:
+class Answer(Protocol):
+    """An HTTP answer of any client library (httpx's, requests'): its headers, looked up without regard to
+    case."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+def retry_after(resp: Answer, now: float | None = None) -> float | None:
     """The seconds a 429 (or 503) answer asks us to wait (its Retry-After header), None without one."""
     value = resp.headers.get("Retry-After", "").strip()
     if not value:

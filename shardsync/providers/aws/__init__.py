@@ -18,6 +18,7 @@ from shardsync.flags import ConfigError, FlagGroup, duration, mirrored
 from shardsync.providers.aws.batches import Limits
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import ZoneFilter, parse_tags
+from shardsync.providers.zone_ids import ZONE_ID_FILTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +70,7 @@ FLAGS = FlagGroup(
     "aws provider (--provider=aws)",
     AwsOptions,
     (
-        mirrored(
-            "zone_id_filter",
-            "only manage the zones with these ids (repeatable)",
-            repeat=True,
-            flag="zone-id-filter",
-        ),
+        ZONE_ID_FILTER,
         mirrored(
             "zone_type",
             "only manage hosted zones of this type: public or private (default: any)",

@@ -18,15 +18,16 @@ was before the batch.) Room for those two changes is kept in every batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.aws.records import requires_delete_create, value_size
 from shardsync.providers.base import FenceToken, fence_record_name
+from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
+from shardsync.providers.packing import pack
 
-FENCE_TTL = 60
 _ORDER = {"UPSERT": 0, "DELETE": 1, "CREATE": 2}  # external-dns sorts actions descending by name
 
 
@@ -99,27 +100,10 @@ def split(
     groups: dict[str, list[Change]] = {}
     for change in changes:
         groups.setdefault(change.group, []).append(change)
-    batches: list[list[Change]] = []
-    current: list[Change] = []
-    used = (0, 0, 0)
-    for name in sorted(groups):
-        group = groups[name]
-        size = _total(group)
-        if any(s > c for s, c in zip(size, cap, strict=True)):
-            batches.append(_ordered(group))  # too big on its own: sent alone, Route53 says why
-            continue
-        after = tuple(u + s for u, s in zip(used, size, strict=True))
-        if current and any(a > c for a, c in zip(after, cap, strict=True)):
-            batches.append(_ordered(current))
-            current, after = [], size
-        current.extend(group)
-        used = (after[0], after[1], after[2])
-    if current:
-        batches.append(_ordered(current))
-    return batches
+    return [_ordered(batch) for batch in pack((groups[name] for name in sorted(groups)), _total, cap)]
 
 
-def _total(group: list[Change]) -> tuple[int, int, int]:
+def _total(group: Sequence[Change]) -> tuple[int, ...]:
     sizes = [c.size for c in group]
     return len(group), sum(s[0] for s in sizes), sum(s[1] for s in sizes)
 
@@ -140,7 +124,7 @@ def fence_rrset(zone: str, token: FenceToken) -> dict[str, Any]:
         "Name": fence_name(zone),
         "Type": "TXT",
         "TTL": FENCE_TTL,
-        "ResourceRecords": [{"Value": f'"{token.to_text()}"'}],
+        "ResourceRecords": [{"Value": fence_value(token)}],
     }
 
 
@@ -156,7 +140,7 @@ def fence_changes(zone: str, old: FenceToken | None, new: FenceToken) -> list[di
 
 def fence_reserve(zone: str, token: FenceToken) -> tuple[int, int, int]:
     """What the fence changes take of a batch: 2 changes, 3 values (the UPSERT counts twice), characters."""
-    chars = len(f'"{token.to_text()}"'.encode())
+    chars = len(fence_value(token).encode())
     return 2, 3, 3 * chars
 
 
@@ -164,8 +148,4 @@ def token_of(rrset: dict[str, Any] | None) -> FenceToken | None:
     """The token a listed fence RRset holds (None when absent or unreadable)."""
     if not rrset:
         return None
-    values = [str(r["Value"]) for r in rrset.get("ResourceRecords") or ()]
-    try:
-        return max((FenceToken.from_text(v) for v in values), default=None)
-    except ValueError:
-        return None
+    return token_in(str(r["Value"]) for r in rrset.get("ResourceRecords") or ())

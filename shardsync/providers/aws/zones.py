@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from shardsync.endpoint import normalize_name
 from shardsync.providers.aws.records import clean_zone_id
+from shardsync.providers.zone_ids import zone_id_matches
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +52,7 @@ class ZoneFilter:
         return bool(self.tags)
 
     def matches(self, zone: HostedZone) -> bool:
-        ids = [i for i in self.ids if i]
-        if ids and not any(f"/hostedzone/{zone.id}".endswith(i) for i in ids):
+        if not zone_id_matches(self.ids, f"/hostedzone/{zone.id}"):
             return False
         if self.zone_type == "public" and zone.private:
             return False
