@@ -214,3 +214,14 @@ def test_rfc2136_axfr_flags_are_always_on_and_false_is_refused() -> None:
     ):
         with pytest.raises(ConfigError, match="cannot run without listing zones by AXFR"):
             parse([*RFC2136, *argv], {"POD_NAME": "shardsync-0", **env})
+
+
+def test_a_flag_several_providers_declare_is_one_argument_that_each_receives() -> None:
+    from shardsync.providers import aws, google
+
+    s = parse(["--provider=google", "--zone-id-filter=z1", "--zone-id-filter=z2"])
+    assert s.options(google.FLAGS).zone_id_filter == ("z1", "z2")
+    assert s.options(aws.FLAGS).zone_id_filter == ("z1", "z2")
+    from_env = parse(["--provider=google"], {"POD_NAME": "x", "EXTERNAL_DNS_ZONE_ID_FILTER": "a,b"})
+    assert from_env.options(google.FLAGS).zone_id_filter == ("a", "b")
+    assert parse(["--provider=google"]).options(google.FLAGS).zone_id_filter == ()

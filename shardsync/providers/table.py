@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
-from shardsync.providers import aws, cloudflare, fake, pdns, rfc2136, webhook
+from shardsync.providers import aws, cloudflare, fake, google, pdns, rfc2136, webhook
 from shardsync.providers.base import Provider
 
 OptionsT = TypeVar("OptionsT")
@@ -33,6 +33,7 @@ PROVIDERS: dict[str, ProviderKind[Any]] = {
         ProviderKind("aws", aws.FLAGS, aws.build),
         ProviderKind("cloudflare", cloudflare.FLAGS, cloudflare.build),
         ProviderKind("fake", fake.FLAGS, fake.build),
+        ProviderKind("google", google.FLAGS, google.build),
         ProviderKind("pdns", pdns.FLAGS, pdns.build),
         ProviderKind("rfc2136", rfc2136.FLAGS, rfc2136.build),
         ProviderKind("webhook", webhook.FLAGS, webhook.build),

@@ -9,7 +9,13 @@ import sys
 import pytest
 
 # What each provider's client pulls in; none may be loaded by importing the table and the replica.
-LIBRARIES = {"aws": "boto3", "cloudflare": "cloudflare", "fake": "aiohttp", "rfc2136": "dns"}
+LIBRARIES = {
+    "aws": "boto3",
+    "cloudflare": "cloudflare",
+    "fake": "aiohttp",
+    "google": "google.cloud.dns",
+    "rfc2136": "dns",
+}
 
 _PROBE = """
 import sys
@@ -33,8 +39,8 @@ def test_importing_the_replica_loads_no_provider_client_library() -> None:
 
 @pytest.mark.parametrize("name", ["fake", "pdns", "rfc2136"])
 def test_building_a_provider_loads_its_library(name: str) -> None:
-    # The other side of the laziness: `build` must still find its client (aws needs credentials to build
-    # and is covered by tests/providers/test_aws.py).
+    # The other side of the laziness: `build` must still find its client (aws and google need credentials
+    # to build and are covered by tests/providers/test_aws.py and test_google.py).
     from shardsync.providers.table import PROVIDERS
 
     kind = PROVIDERS[name]

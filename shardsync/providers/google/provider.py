@@ -1,0 +1,306 @@
+"""`GoogleProvider`: Cloud DNS managed zones as the Provider protocol, fenced by a compare-and-swap in every
+change.
+
+- `zones()` lists the managed zones and keeps those the zone filter admits, one per DNS name (zones.py);
+- `records(zone)` lists the zone's record sets page by page, without the fence. A record set whose
+  endpoint, written again, would not be the listed set exactly (values in another order, another
+  spelling) is remembered as listed, so that its deletion names it exactly as Cloud DNS wants;
+- `apply(zone, changes, fence)` writes the plan in changes (batches.py), `--google-batch-change-interval`
+  apart, each carrying `deletions: [fence "<token>"]`, `additions: [fence "<token>"]` when fenced. A change
+  Cloud DNS refuses for its fence (the fence deletion does not match: 412, or the fence is gone: 404)
+  raises FencedError (the worker drops the zone); one refused for its content is sent again one record
+  group at a time, and the groups still refused are reported with RecordsRejectedError while every other
+  change applies;
+- `acquire_fence(zone, token)` reads the fence and swaps it by `deletions: [current], additions: [token]`
+  (or `additions: [token]` when there is none), reading again when it lost a race.
+Blocking library calls run in worker threads (api.py maps their errors and counts them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from shardsync.endpoint import Changes, Endpoint, normalize_name, same_targets
+from shardsync.logs import get_logger
+from shardsync.providers.base import (
+    FencedError,
+    FenceToken,
+    Pacer,
+    ProviderError,
+    RecordsRejectedError,
+    Rejected,
+    fence_record_name,
+    unpaced,
+)
+from shardsync.providers.google.batches import (
+    Change,
+    Item,
+    Limits,
+    change_of,
+    fence_reserve,
+    fence_rrset,
+    items_of,
+    split,
+    token_of,
+)
+from shardsync.providers.google.errors import ChangeRefusedError
+from shardsync.providers.google.records import (
+    RRset,
+    absolute,
+    endpoint_of,
+    key_of,
+    listed,
+    rrset_of,
+    same_as_written,
+)
+from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_name
+
+log = get_logger("shardsync.providers.google")
+
+FENCE_CAS_ATTEMPTS = 3
+T = TypeVar("T")
+Page = tuple[list[dict[str, Any]], str | None]
+
+
+class Api(Protocol):
+    """The Cloud DNS calls the provider makes (api.CloudDnsApi; tests may pass another)."""
+
+    def zones_page(self, token: str | None) -> Page: ...
+    def rrsets_page(self, zone: str, token: str | None, name: str = "", rtype: str = "") -> Page: ...
+    def change(self, zone: str, additions: list[RRset], deletions: list[RRset]) -> None: ...
+
+
+class GoogleProvider:
+    """Cloud DNS through `api` (module docstring)."""
+
+    name = "google"
+
+    def __init__(
+        self,
+        api: Api,
+        *,
+        zone_filter: ZoneFilter | None = None,
+        limits: Limits | None = None,
+        batch_interval: float = 1.0,
+        max_in_flight: int = 8,
+    ) -> None:
+        self.api = api
+        self.zone_filter = zone_filter or ZoneFilter()
+        self.limits = limits or Limits()
+        self.batch_interval = batch_interval
+        self._zones: dict[str, ManagedZone] = {}
+        self._left_out: set[str] = set()
+        # per zone: the record sets listed in a form their endpoint would not write back exactly
+        self._as_listed: dict[str, dict[tuple[str, str], RRset]] = {}
+        self._max_in_flight = max_in_flight
+        # awaited before each further API request of one call (base.MultiRequest): the provider budget
+        # paces and counts every listing page and change, not only every call
+        self.pacer: Pacer = unpaced
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    # -- the Provider protocol ----------------------------------------------------------------------------
+
+    async def zones(self) -> list[str]:
+        listed_zones: list[ManagedZone] = []
+        token: str | None = None
+        while True:
+            if token is not None:
+                await self.pacer("zones")
+            page, token = await self._in_thread(partial(self.api.zones_page, token))
+            listed_zones.extend(ManagedZone.from_api(z) for z in page)
+            if token is None:
+                break
+        self._zones = self._choose(listed_zones)
+        for gone in set(self._as_listed) - set(self._zones):
+            del self._as_listed[gone]
+        return sorted(self._zones)
+
+    async def records(self, zone: str) -> list[Endpoint]:
+        zone = normalize_name(zone)
+        managed = await self._zone(zone)
+        fence = fence_record_name(zone)
+        out: list[Endpoint] = []
+        kept: dict[tuple[str, str], RRset] = {}
+        token: str | None = None
+        first = True
+        while first or token is not None:
+            if not first:
+                await self.pacer("records")
+            first = False
+            page, token = await self._in_thread(partial(self.api.rrsets_page, managed.name, token))
+            for rrset in page:
+                key = key_of(rrset)
+                ep = endpoint_of(rrset) if key[0] != fence else None
+                if ep is None:
+                    continue
+                out.append(ep)
+                if not same_as_written(rrset):
+                    kept[key] = listed(rrset)
+        self._as_listed[zone] = kept
+        return out
+
+    async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
+        zone = normalize_name(zone)
+        managed = await self._zone(zone)
+        items = items_of(changes, partial(self._deletion_of, zone))
+        batches = split(items, self.limits, fence_reserve(fence) if fence else (0, 0))
+        rejected: list[Rejected] = []
+        for index, batch in enumerate(batches):
+            if index:
+                await anyio.sleep(self.batch_interval)
+                await self.pacer("apply")
+            change = change_of(batch, zone, fence)
+            try:
+                await self._send(zone, managed, change, fence, index, len(batches))
+            except ChangeRefusedError as exc:
+                rejected.extend(await self._one_group_at_a_time(zone, managed, batch, fence, exc))
+        if rejected:
+            raise RecordsRejectedError(zone, rejected)
+
+    async def acquire_fence(self, zone: str, token: FenceToken) -> None:
+        zone = normalize_name(zone)
+        managed = await self._zone(zone)
+        for attempt in range(FENCE_CAS_ATTEMPTS):
+            current = await self._read_fence(zone, managed)
+            holder = token_of(current)
+            if holder == token and len((current or {}).get("rrdatas") or ()) == 1:
+                return
+            if holder is not None and holder != token and holder.generation >= token.generation:
+                raise FencedError(
+                    f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
+                    f"{token.identity} at generation {token.generation} may not take it"
+                )
+            await self.pacer("fence")  # the read was the call's first request
+            swap = partial(
+                self.api.change,
+                managed.name,
+                [fence_rrset(zone, token)],
+                [current] if current is not None else [],  # delete exactly what was read: the compare
+            )
+            try:
+                await self._in_thread(swap)
+            except ChangeRefusedError:
+                log.info("google fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
+                continue
+            log.info(
+                "google fence acquired",
+                zone=zone,
+                identity=token.identity,
+                generation=token.generation,
+                previous=holder.to_text() if holder else "-",
+            )
+            return
+        raise FencedError(
+            f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
+        )
+
+    async def close(self) -> None:
+        """Nothing to release: the library's HTTP session goes with the process."""
+
+    # -- internals ------------------------------------------------------------------------------------------
+
+    async def _in_thread(self, fn: Callable[[], T]) -> T:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(self._max_in_flight)
+        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
+
+    def _choose(self, listed_zones: list[ManagedZone]) -> dict[str, ManagedZone]:
+        chosen, left = by_dns_name(z for z in listed_zones if self.zone_filter.matches(z))
+        for zone in left:
+            if zone.name not in self._left_out:
+                self._left_out.add(zone.name)
+                log.warning(
+                    "google managed zone left out: another zone of that DNS name is managed",
+                    zone=zone.dns_name,
+                    managed_zone=zone.name,
+                    visibility=zone.visibility,
+                    managed=chosen[zone.dns_name].name,
+                    hint="choose with --google-zone-visibility or --zone-id-filter",
+                )
+        return chosen
+
+    async def _zone(self, zone: str) -> ManagedZone:
+        if zone not in self._zones:
+            await self.zones()  # a zone not seen yet: list again
+        try:
+            return self._zones[zone]
+        except KeyError:
+            raise ProviderError(f"zone {zone!r}: no such Cloud DNS managed zone (or filtered out)") from None
+
+    def _deletion_of(self, zone: str, ep: Endpoint) -> RRset:
+        """The record set a deletion of `ep` names: as listed when it was kept so and still is `ep`."""
+        kept = self._as_listed.get(zone, {}).get((ep.dns_name, ep.record_type))
+        if kept is not None:
+            was = endpoint_of(kept)
+            if was is not None and was.ttl == ep.ttl and same_targets(was.targets, ep.targets):
+                return kept
+        return rrset_of(ep)
+
+    async def _read_fence(self, zone: str, managed: ManagedZone) -> RRset | None:
+        name = absolute(fence_record_name(zone))
+        page, _ = await self._in_thread(lambda: self.api.rrsets_page(managed.name, None, name, "TXT"))
+        for rrset in page:
+            if key_of(rrset) == (fence_record_name(zone), "TXT"):
+                return listed(rrset)
+        return None
+
+    async def _send(
+        self,
+        zone: str,
+        managed: ManagedZone,
+        change: Change,
+        fence: FenceToken | None,
+        index: int,
+        total: int,
+    ) -> None:
+        send = partial(self.api.change, managed.name, change.additions, change.deletions)
+        try:
+            await self._in_thread(send)
+        except ChangeRefusedError as exc:
+            if fence is not None and exc.at == ("deletions", 0):  # the fence is always the first deletion
+                log.warning(
+                    "google write refused by the fence",
+                    zone=zone,
+                    identity=fence.identity,
+                    generation=fence.generation,
+                    batches_applied=index,
+                    batches=total,
+                )
+                raise FencedError(
+                    f"zone {zone}: the fence no longer holds {fence.to_text()}; "
+                    f"{index} of {total} change(s) were applied before: {exc}"
+                ) from None
+            raise
+        self._forget_written(zone, change)
+
+    def _forget_written(self, zone: str, change: Change) -> None:
+        """A record set deleted or written again is no longer as listed."""
+        kept = self._as_listed.get(zone)
+        if kept:
+            for item in change.items:
+                kept.pop((item.endpoint.dns_name, item.endpoint.record_type), None)
+
+    async def _one_group_at_a_time(
+        self, zone: str, managed: ManagedZone, batch: list[Item], fence: FenceToken | None, error: Exception
+    ) -> list[Rejected]:
+        groups: dict[str, list[Item]] = {}
+        for item in batch:
+            groups.setdefault(item.group, []).append(item)
+        if len(groups) == 1:
+            return [Rejected(i.endpoint, str(error)) for i in batch]
+        log.info(
+            "google change refused; sending its records one group at a time", zone=zone, groups=len(groups)
+        )
+        rejected: list[Rejected] = []
+        for group in groups.values():
+            await self.pacer("apply")
+            try:
+                await self._send(zone, managed, change_of(group, zone, fence), fence, 0, 1)
+            except ChangeRefusedError as exc:
+                rejected.extend(Rejected(i.endpoint, str(exc)) for i in group)
+        return rejected
