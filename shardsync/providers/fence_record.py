@@ -2,16 +2,27 @@
 
 The fence (design §2 rule 8) is the TXT record `_shardsync-fence.<zone>` (base.fence_record_name) holding
 one `FenceToken` as a quoted string, TTL 60 s. Each provider writes it in its own API's shape and swaps it
-by a compare-and-swap of its own; what the record holds is here.
+by a compare-and-swap of its own; what the record holds is here, and `acquire_by_swap`, the rule of taking
+it: read it, return when it holds the token alone, refuse when another writer's token of the same or a newer
+generation is there, else swap what was read for the token, reading again when the swap lost a race.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TypeVar
 
-from shardsync.providers.base import FenceToken
+from shardsync.logs import KVLogger
+from shardsync.providers.base import FencedError, FenceToken
 
 FENCE_TTL = 60
+FENCE_CAS_ATTEMPTS = 3
+
+Read = TypeVar("Read")
+
+
+class FenceMoved(Exception):
+    """The fence's compare-and-swap lost: the fence changed between its read and the write."""
 
 
 def fence_value(token: FenceToken) -> str:
@@ -26,3 +37,39 @@ def token_in(values: Iterable[str]) -> FenceToken | None:
         return max((FenceToken.from_text(v) for v in values), default=None)
     except ValueError:
         return None
+
+
+async def acquire_by_swap(
+    log: KVLogger,
+    provider: str,
+    zone: str,
+    token: FenceToken,
+    read: Callable[[], Awaitable[tuple[Read, FenceToken | None, bool]]],
+    swap: Callable[[Read], Awaitable[None]],
+) -> None:
+    """Make `token` the zone's fence (module docstring). `read()` gives the fence as read, the token it holds
+    and whether it holds that one alone; `swap(what was read)` replaces it by `token` in one conditional
+    write and raises FenceMoved when the condition failed."""
+    for attempt in range(FENCE_CAS_ATTEMPTS):
+        current, holder, alone = await read()
+        if holder == token and alone:
+            return
+        if holder is not None and holder != token and holder.generation >= token.generation:
+            raise FencedError(
+                f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
+                f"{token.identity} at generation {token.generation} may not take it"
+            )
+        try:
+            await swap(current)
+        except FenceMoved:
+            log.info(f"{provider} fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
+            continue
+        log.info(
+            f"{provider} fence acquired",
+            zone=zone,
+            identity=token.identity,
+            generation=token.generation,
+            previous=holder.to_text() if holder else "-",
+        )
+        return
+    raise FencedError(f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts")

@@ -51,11 +51,11 @@ from shardsync.providers.base import (
     Rejected,
     unpaced,
 )
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap
 
 log = get_logger("shardsync.providers.aws")
 
 PAGE_SIZE = 300  # ListResourceRecordSets' largest page
-FENCE_CAS_ATTEMPTS = 3
 T = TypeVar("T")
 
 
@@ -68,10 +68,6 @@ class Api(Protocol):
         self, zone_id: str, start: Start | None, max_items: int
     ) -> tuple[list[dict[str, Any]], Start | None]: ...
     def change(self, zone_id: str, changes: list[dict[str, Any]], comment: str = "") -> None: ...
-
-
-class _FenceMoved(Exception):
-    """The fence's compare-and-swap lost: it changed between our read and our write."""
 
 
 class AwsProvider:
@@ -158,16 +154,12 @@ class AwsProvider:
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)
         zone_id = await self._zone_id(zone)
-        for attempt in range(FENCE_CAS_ATTEMPTS):
+
+        async def read() -> tuple[dict[str, Any] | None, FenceToken | None, bool]:
             current = await self._read_fence(zone, zone_id)
-            holder = token_of(current)
-            if holder == token and len((current or {}).get("ResourceRecords") or ()) == 1:
-                return
-            if holder is not None and holder != token and holder.generation >= token.generation:
-                raise FencedError(
-                    f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
-                    f"{token.identity} at generation {token.generation} may not take it"
-                )
+            return current, token_of(current), len((current or {}).get("ResourceRecords") or ()) == 1
+
+        async def swap(current: dict[str, Any] | None) -> None:
             await self.pacer("fence")  # the read was the call's first request
             cas = fence_changes(zone, None, token)
             if current is not None:  # delete exactly what was read: the compare of the swap
@@ -175,19 +167,9 @@ class AwsProvider:
             try:
                 await self._in_thread(partial(self.api.change, zone_id, cas, "shardsync fence"))
             except InvalidChangeBatchError:
-                log.info("aws fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
-                continue
-            log.info(
-                "aws fence acquired",
-                zone=zone,
-                identity=token.identity,
-                generation=token.generation,
-                previous=holder.to_text() if holder else "-",
-            )
-            return
-        raise FencedError(
-            f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
-        )
+                raise FenceMoved from None
+
+        await acquire_by_swap(log, "aws", zone, token, read, swap)
 
     async def close(self) -> None:
         """Nothing to release: boto3's connection pool goes with the process."""

@@ -37,6 +37,7 @@ from shardsync.providers.base import (
     fence_record_name,
     unpaced,
 )
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap
 from shardsync.providers.google.batches import (
     Change,
     Item,
@@ -62,7 +63,6 @@ from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_nam
 
 log = get_logger("shardsync.providers.google")
 
-FENCE_CAS_ATTEMPTS = 3
 T = TypeVar("T")
 Page = tuple[list[dict[str, Any]], str | None]
 
@@ -165,39 +165,23 @@ class GoogleProvider:
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)
         managed = await self._zone(zone)
-        for attempt in range(FENCE_CAS_ATTEMPTS):
+
+        async def read() -> tuple[RRset | None, FenceToken | None, bool]:
             current = await self._read_fence(zone, managed)
-            holder = token_of(current)
-            if holder == token and len((current or {}).get("rrdatas") or ()) == 1:
-                return
-            if holder is not None and holder != token and holder.generation >= token.generation:
-                raise FencedError(
-                    f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
-                    f"{token.identity} at generation {token.generation} may not take it"
-                )
+            return current, token_of(current), len((current or {}).get("rrdatas") or ()) == 1
+
+        async def swap(current: RRset | None) -> None:
             await self.pacer("fence")  # the read was the call's first request
-            swap = partial(
-                self.api.change,
-                managed.name,
-                [fence_rrset(zone, token)],
-                [current] if current is not None else [],  # delete exactly what was read: the compare
+            # delete exactly what was read: the compare of the swap
+            change = partial(
+                self.api.change, managed.name, [fence_rrset(zone, token)], [current] if current else []
             )
             try:
-                await self._in_thread(swap)
+                await self._in_thread(change)
             except ChangeRefusedError:
-                log.info("google fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
-                continue
-            log.info(
-                "google fence acquired",
-                zone=zone,
-                identity=token.identity,
-                generation=token.generation,
-                previous=holder.to_text() if holder else "-",
-            )
-            return
-        raise FencedError(
-            f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
-        )
+                raise FenceMoved from None
+
+        await acquire_by_swap(log, "google", zone, token, read, swap)
 
     async def close(self) -> None:
         """Nothing to release: the library's HTTP session goes with the process."""
