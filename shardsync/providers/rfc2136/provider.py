@@ -57,6 +57,7 @@ from shardsync.providers.base import (
     RecordsRejectedError,
     UnreachableError,
 )
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap
 from shardsync.providers.rfc2136.messages import (
     UpdateBatch,
     UpdateBuilder,
@@ -73,8 +74,6 @@ from shardsync.providers.rfc2136.messages import (
 log = get_logger("shardsync.providers.rfc2136")
 
 DEFAULT_FENCE_PREFIX = "_shardsync-fence"
-FENCE_CAS_ATTEMPTS = 3
-
 REQUESTS = Counter(
     "shardsync_rfc2136_requests_total",
     "DNS messages exchanged with the RFC 2136 server, by operation (update, axfr, query) and result",
@@ -91,10 +90,6 @@ REQUEST_SECONDS = Histogram(
 _PREREQ_FAILURES = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
 
 T = TypeVar("T")
-
-
-class _FenceMoved(Exception):
-    """The compare-and-set of the fence lost: the fence changed between our read and our write."""
 
 
 class Rfc2136Provider:
@@ -182,32 +177,15 @@ class Rfc2136Provider:
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = self._zone(zone)
-        for attempt in range(FENCE_CAS_ATTEMPTS):
+
+        async def read() -> tuple[dns.rdataset.Rdataset | None, FenceToken | None, bool]:
             current = await self._read_fence_rdataset(zone)
-            holder = newest_token(current)
-            if current is not None and len(current) == 1 and holder == token:
-                return
-            if holder is not None and holder != token and holder.generation >= token.generation:
-                raise FencedError(
-                    f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
-                    f"{token.identity} at generation {token.generation} may not take it"
-                )
-            try:
-                await self._compare_and_set(zone, current, token)
-            except _FenceMoved:
-                log.info("rfc2136 fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
-                continue
-            log.info(
-                "rfc2136 fence acquired",
-                zone=zone,
-                identity=token.identity,
-                generation=token.generation,
-                previous=holder.to_text() if holder else "-",
-            )
-            return
-        raise FencedError(
-            f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
-        )
+            return current, newest_token(current), current is not None and len(current) == 1
+
+        async def swap(current: dns.rdataset.Rdataset | None) -> None:
+            await self._compare_and_set(zone, current, token)
+
+        await acquire_by_swap(log, "rfc2136", zone, token, read, swap)
 
     async def close(self) -> None:
         """Nothing to release: every exchange opens and closes its own connection."""
@@ -231,7 +209,7 @@ class Rfc2136Provider:
         rdataset = None if expected is None else dns.rdataset.from_rdata_list(0, [fence_rdata(expected)])
         try:
             await self._compare_and_set(zone, rdataset, token)
-        except _FenceMoved as exc:
+        except FenceMoved as exc:
             was = expected.to_text() if expected else "absent"
             raise FencedError(f"zone {zone}: the fence is no longer {was}") from exc
 
@@ -323,7 +301,7 @@ class Rfc2136Provider:
             return
         if rcode in _PREREQ_FAILURES:
             REQUESTS.labels("update", "fenced").inc()
-            raise _FenceMoved(dns.rcode.to_text(rcode))
+            raise FenceMoved(dns.rcode.to_text(rcode))
         REQUESTS.labels("update", "error").inc()
         raise self._rcode_error("fence UPDATE", zone, rcode)
 
