@@ -183,3 +183,32 @@ def test_a_worker_behind_the_budget_rides_out_the_project_rate_limit(fake: Googl
     anyio.run(main)
     assert fake.throttled >= 1
     assert {r["name"] for r in fake.rrsets(zone)} >= {f"web.{ZONE}.", f"api.{ZONE}.", f"a-web.{ZONE}."}
+
+
+def test_a_fence_that_moves_between_its_read_and_its_swap_is_read_again(fake: GoogleCloudDnsFake) -> None:
+    zone = fake.add_zone(ZONE)
+    taker = replica(fake, "replica-b")
+    first, between, wanted = (
+        FenceToken(1, "replica-a"),
+        FenceToken(2, "replica-c"),
+        FenceToken(3, "replica-b"),
+    )
+    moved: list[str] = []
+
+    async def pace(kind: str) -> None:  # runs between the fence's read and its swap
+        if not moved:
+            moved.append(kind)
+            fake.put(zone, FENCE, "TXT", [f'"{between.to_text()}"'], ttl=60)
+
+    async def main() -> None:
+        await replica(fake, "replica-a").acquire_fence(ZONE, first)
+        taker.pacer = pace
+        await taker.acquire_fence(ZONE, wanted)
+
+    anyio.run(main)
+    assert [(e.writer, e.outcome) for e in fake.audit(zone)] == [
+        ("replica-a", "ok"),
+        ("replica-b", "412 conditionNotMet"),  # deleting replica-a's token, which had moved on
+        ("replica-b", "ok"),  # read again: replica-c's token, of an older generation, swapped
+    ]
+    assert [r["rrdatas"] for r in fake.rrsets(zone) if r["name"] == FENCE] == [[f'"{wanted.to_text()}"']]

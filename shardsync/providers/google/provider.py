@@ -178,8 +178,10 @@ class GoogleProvider:
             )
             try:
                 await self._in_thread(change)
-            except ChangeRefusedError:
-                raise FenceMoved from None
+            except ChangeRefusedError as exc:
+                if exc.status in (404, 409, 412):  # the fence is not, or no longer, what was read
+                    raise FenceMoved from None
+                raise
 
         await acquire_by_swap(log, "google", zone, token, read, swap)
 
