@@ -102,6 +102,7 @@ def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> Non
         "aws",
         "cloudflare",
         "fake",
+        "google",
         "pdns",
         "rfc2136",
         "webhook",
