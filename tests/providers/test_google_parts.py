@@ -13,7 +13,7 @@ from shardsync.providers.base import FenceToken, ProviderError
 from shardsync.providers.google.api import _mapped
 from shardsync.providers.google.batches import Limits, change_of, fence_reserve, items_of, split, token_of
 from shardsync.providers.google.errors import ChangeRefusedError, GoogleThrottledError
-from shardsync.providers.google.records import endpoint_of, rrset_of, same_as_written
+from shardsync.providers.google.records import endpoint_of, listed, rrset_of
 from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_name
 
 
@@ -22,7 +22,7 @@ def rrset(name: str, rtype: str, *values: str, ttl: int = 300, **extra: Any) -> 
 
 
 @pytest.mark.parametrize(
-    ("listed", "endpoint"),
+    ("given", "endpoint"),
     [
         (
             rrset("Web.Ex.org.", "A", "192.0.2.1", ttl=60),
@@ -45,17 +45,19 @@ def rrset(name: str, rtype: str, *values: str, ttl: int = 300, **extra: Any) -> 
         (rrset("g.ex.org.", "A", routingPolicy={"wrr": {}}), None),  # a routing policy: no rrdatas
     ],
 )
-def test_record_sets_and_endpoints_both_ways(listed: dict[str, Any], endpoint: Endpoint | None) -> None:
-    assert endpoint_of(listed) == endpoint
+def test_record_sets_and_endpoints_both_ways(given: dict[str, Any], endpoint: Endpoint | None) -> None:
+    assert endpoint_of(given) == endpoint
     if endpoint is not None:
         written = rrset_of(endpoint)
-        assert written["name"] == listed["name"].lower() and written["rrdatas"] == listed["rrdatas"]
-        assert same_as_written(listed) == (listed["name"] == listed["name"].lower())
+        assert written["name"] == given["name"].lower() and written["rrdatas"] == given["rrdatas"]
+        assert (rrset_of(endpoint) == listed(given)) == (given["name"] == given["name"].lower())
 
 
 def test_a_record_without_a_ttl_is_written_with_300_and_hosts_absolute() -> None:
     assert rrset_of(Endpoint.new("n.ex.org", "NS", ["ns1.ex.net"])) == rrset("n.ex.org.", "NS", "ns1.ex.net.")
-    assert not same_as_written(rrset("a.ex.org.", "A", "192.0.2.9", "192.0.2.10"))  # not in our order
+    unsorted = rrset("a.ex.org.", "A", "192.0.2.9", "192.0.2.10")
+    ep = endpoint_of(unsorted)
+    assert ep is not None and rrset_of(ep) != listed(unsorted)  # not in our order: deleted as listed
 
 
 def test_a_plan_is_split_with_each_record_beside_its_txt_and_each_update_whole() -> None:

@@ -18,7 +18,7 @@ Blocking library calls run in worker threads (api.py maps their errors and count
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -57,7 +57,6 @@ from shardsync.providers.google.records import (
     key_of,
     listed,
     rrset_of,
-    same_as_written,
 )
 from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_name
 
@@ -106,15 +105,9 @@ class GoogleProvider:
     # -- the Provider protocol ----------------------------------------------------------------------------
 
     async def zones(self) -> list[str]:
-        listed_zones: list[ManagedZone] = []
-        token: str | None = None
-        while True:
-            if token is not None:
-                await self.pacer("zones")
-            page, token = await self._in_thread(partial(self.api.zones_page, token))
-            listed_zones.extend(ManagedZone.from_api(z) for z in page)
-            if token is None:
-                break
+        listed_zones = [
+            ManagedZone.from_api(z) async for page in self._pages("zones", self.api.zones_page) for z in page
+        ]
         self._zones = self._choose(listed_zones)
         for gone in set(self._as_listed) - set(self._zones):
             del self._as_listed[gone]
@@ -126,21 +119,16 @@ class GoogleProvider:
         fence = fence_record_name(zone)
         out: list[Endpoint] = []
         kept: dict[tuple[str, str], RRset] = {}
-        token: str | None = None
-        first = True
-        while first or token is not None:
-            if not first:
-                await self.pacer("records")
-            first = False
-            page, token = await self._in_thread(partial(self.api.rrsets_page, managed.name, token))
+        async for page in self._pages("records", partial(self.api.rrsets_page, managed.name)):
             for rrset in page:
                 key = key_of(rrset)
                 ep = endpoint_of(rrset) if key[0] != fence else None
                 if ep is None:
                     continue
                 out.append(ep)
-                if not same_as_written(rrset):
-                    kept[key] = listed(rrset)
+                as_listed = listed(rrset)
+                if rrset_of(ep) != as_listed:  # not what writing `ep` would give: deleted as listed
+                    kept[key] = as_listed
         self._as_listed[zone] = kept
         return out
 
@@ -194,6 +182,19 @@ class GoogleProvider:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._max_in_flight)
         return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
+
+    async def _pages(
+        self, kind: str, fetch: Callable[[str | None], Page]
+    ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The pages of a listing, one request each; every request after the first is paced as `kind`."""
+        token: str | None = None
+        first = True
+        while first or token is not None:
+            if not first:
+                await self.pacer(kind)
+            first = False
+            page, token = await self._in_thread(partial(fetch, token))
+            yield page
 
     def _choose(self, listed_zones: list[ManagedZone]) -> dict[str, ManagedZone]:
         chosen, left = by_dns_name(z for z in listed_zones if self.zone_filter.matches(z))

@@ -8,9 +8,9 @@ Pure functions over the API's JSON shapes (`{"name", "type", "ttl", "rrdatas"}`)
   external-dns wrote read back as it wrote them);
 - `rrset_of(ep)`: the record set a change writes: names absolute (a trailing dot), and so the host in a
   CNAME, NS, PTR, MX or SRV value, TTL 300 when the endpoint sets none (external-dns's newRecord);
-- `same_as_written(rrset)`: whether `rrset_of(endpoint_of(rrset))` gives the listed set back exactly. A
-  deletion must match the current set exactly (values in their order, TTL), so one that would not is
-  deleted as listed (provider.py keeps those);
+- `listed(rrset)`: a listed set as a deletion names it. A deletion must match the current set exactly
+  (values in their order, TTL), so a set that `rrset_of(endpoint_of(rrset))` would not give back exactly
+  is deleted as listed (provider.py keeps those);
 - `rrdata_size(rrset)`: the bytes of its values, as Cloud DNS counts them toward a change's limit.
 """
 
@@ -65,12 +65,6 @@ def listed(rrset: Mapping[str, Any]) -> RRset:
         "ttl": int(rrset.get("ttl") or 0),
         "rrdatas": [str(v) for v in rrset.get("rrdatas") or ()],
     }
-
-
-def same_as_written(rrset: Mapping[str, Any]) -> bool:
-    """Whether the endpoint of `rrset`, written again, is `rrset` exactly (module docstring)."""
-    ep = endpoint_of(rrset)
-    return ep is not None and rrset_of(ep) == listed(rrset)
 
 
 def rrdata_size(rrset: Mapping[str, Any]) -> int:
