@@ -41,7 +41,7 @@ class FenceToken:
 
 
 # The name of a zone's fence record where a provider keeps it as a TXT record in the zone itself (aws,
-# cloudflare): `_shardsync-fence.<zone>`, outside any name external-dns writes.
+# cloudflare, google): `_shardsync-fence.<zone>`, outside any name external-dns writes.
 FENCE_LABEL = "_shardsync-fence"
 
 

@@ -73,3 +73,22 @@ async def acquire_by_swap(
         )
         return
     raise FencedError(f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts")
+
+
+def refused_by_fence(
+    log: KVLogger, provider: str, zone: str, fence: FenceToken, applied: int, total: int, error: Exception
+) -> FencedError:
+    """A write the zone's fence refused, logged: the FencedError to raise (the worker drops the zone).
+    `applied` of the call's `total` batches had been written before."""
+    log.warning(
+        f"{provider} write refused by the fence",
+        zone=zone,
+        identity=fence.identity,
+        generation=fence.generation,
+        batches_applied=applied,
+        batches=total,
+    )
+    return FencedError(
+        f"zone {zone}: the fence no longer holds {fence.to_text()}; "
+        f"{applied} of {total} batch(es) were applied before: {error}"
+    )

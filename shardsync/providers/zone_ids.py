@@ -1,4 +1,5 @@
-"""external-dns's `--zone-id-filter`, one flag for every provider that names its zones by id.
+"""external-dns's `--zone-id-filter`, one flag for every provider that names its zones by id (aws,
+cloudflare, google).
 
 `ZONE_ID_FILTER` is the flag itself: each such provider puts this same `Flag` in its group (field
 `zone_id_filter`), and `shardsync.config` declares it once and gives its value to each of them.

@@ -34,7 +34,6 @@ Every batch, applied or refused, is kept in `audit` (the user, the zone, the ope
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import math
 import threading
@@ -46,6 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.cloudfakes.serve import ServedApp
 
 RATE_LIMIT = 1200
 RATE_WINDOW = 300.0
@@ -350,23 +351,11 @@ class CloudflareFake:
 
     @contextmanager
     def serve(self) -> Iterator[CloudflareFake]:
-        """Run the app on a free loopback port in a thread of its own; `url` is the SDK's base URL."""
-        loop = asyncio.new_event_loop()
-        runner = web.AppRunner(self.app(), access_log=None)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/client/v4"
-        thread = threading.Thread(target=loop.run_forever, name="cloudflare-fake", daemon=True)
-        thread.start()
-        try:
+        """Run the app on a free loopback port in a thread of its own (serve.py); `url` is the SDK's base
+        URL."""
+        with ServedApp(self.app()) as served:
+            self.url = f"{served.url}/client/v4"
             yield self
-        finally:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=10)
-            loop.close()
 
 
 def _ok(result: Any) -> web.Response:

@@ -43,7 +43,6 @@ from shardsync.providers.aws.errors import InvalidChangeBatchError, Start
 from shardsync.providers.aws.records import adjust, endpoints_of, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name
 from shardsync.providers.base import (
-    FencedError,
     FenceToken,
     Pacer,
     ProviderError,
@@ -51,7 +50,7 @@ from shardsync.providers.base import (
     Rejected,
     unpaced,
 )
-from shardsync.providers.fence_record import FenceMoved, acquire_by_swap
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 
 log = get_logger("shardsync.providers.aws")
 
@@ -226,18 +225,7 @@ class AwsProvider:
             await self._in_thread(lambda: self.api.change(zone_id, body))
         except InvalidChangeBatchError as exc:
             if fence is not None and fence_name(zone) in str(exc):
-                log.warning(
-                    "aws write refused by the fence",
-                    zone=zone,
-                    identity=fence.identity,
-                    generation=fence.generation,
-                    batches_applied=index,
-                    batches=total,
-                )
-                raise FencedError(
-                    f"zone {zone}: the fence no longer holds {fence.to_text()}; "
-                    f"{index} of {total} batch(es) were applied before: {exc}"
-                ) from None
+                raise refused_by_fence(log, "aws", zone, fence, index, total, exc) from None
             raise
 
     async def _one_group_at_a_time(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from shardsync.flags import ConfigError, FlagGroup, duration, mirrored
 from shardsync.providers.cloudflare.batches import FENCE_OPS
 from shardsync.providers.cloudflare.provider import CloudflareProvider
+from shardsync.providers.zone_ids import ZONE_ID_FILTER
 
 MAX_PER_PAGE = 5000  # the records list's largest page
 
@@ -48,12 +49,7 @@ FLAGS = FlagGroup(
     "cloudflare provider (--provider=cloudflare)",
     CloudflareOptions,
     (
-        mirrored(
-            "zone_id_filter",
-            "only manage the zones with these ids (repeatable)",
-            repeat=True,
-            flag="zone-id-filter",
-        ),
+        ZONE_ID_FILTER,
         mirrored(
             "proxied",
             "records are proxied by Cloudflare unless their cloudflare-proxied annotation says otherwise",

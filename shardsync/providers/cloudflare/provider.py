@@ -56,6 +56,7 @@ from shardsync.providers.cloudflare.records import (
     body_of,
     endpoints_of,
 )
+from shardsync.providers.fence_record import refused_by_fence
 
 log = get_logger("shardsync.providers.cloudflare")
 
@@ -321,18 +322,7 @@ class CloudflareProvider:
         try:
             return await self._held(zone, zone_id, fence)
         except FencedError:
-            log.warning(
-                "cloudflare write refused by the fence",
-                zone=zone,
-                identity=fence.identity,
-                generation=fence.generation,
-                batches_applied=index,
-                batches=total,
-            )
-            raise FencedError(
-                f"zone {zone}: the fence no longer holds {fence.to_text()}; "
-                f"{index} of {total} batch(es) were applied before: {error}"
-            ) from None
+            raise refused_by_fence(log, "cloudflare", zone, fence, index, total, error) from None
 
     async def _one_group_at_a_time(
         self, zone: str, zone_id: str, batch: list[Op], fence: FenceToken | None, error: Exception

@@ -28,7 +28,6 @@ import anyio.to_thread
 from shardsync.endpoint import Changes, Endpoint, normalize_name, same_targets
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
-    FencedError,
     FenceToken,
     Pacer,
     ProviderError,
@@ -37,7 +36,7 @@ from shardsync.providers.base import (
     fence_record_name,
     unpaced,
 )
-from shardsync.providers.fence_record import FenceMoved, acquire_by_swap
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.google.batches import (
     Change,
     Item,
@@ -250,18 +249,7 @@ class GoogleProvider:
             await self._in_thread(send)
         except ChangeRefusedError as exc:
             if fence is not None and exc.at == ("deletions", 0):  # the fence is always the first deletion
-                log.warning(
-                    "google write refused by the fence",
-                    zone=zone,
-                    identity=fence.identity,
-                    generation=fence.generation,
-                    batches_applied=index,
-                    batches=total,
-                )
-                raise FencedError(
-                    f"zone {zone}: the fence no longer holds {fence.to_text()}; "
-                    f"{index} of {total} change(s) were applied before: {exc}"
-                ) from None
+                raise refused_by_fence(log, "google", zone, fence, index, total, exc) from None
             raise
         self._forget_written(zone, change)
 
