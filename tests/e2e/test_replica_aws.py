@@ -20,7 +20,7 @@ from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken
-from tests.kubeclient import raw_body
+from tests.e2e.cloud_replica import load_balancer, replica_args, set_ingress
 from tests.motoserver import MotoRoute53, moto_route53
 from tests.processes import Processes, free_port, wait_ready
 from tests.waits import eventually_sync
@@ -38,23 +38,6 @@ ADOPTED_TXT = f'"heritage=external-dns,external-dns/owner={OWNER},external-dns/r
 def moto() -> Iterator[MotoRoute53]:
     with moto_route53() as server:
         yield server
-
-
-def service(core: k8s.CoreV1Api, name: str, host: str, ingress: dict[str, str]) -> None:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": {"external-dns.alpha.kubernetes.io/hostname": host}},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    }
-    core.create_namespaced_service("default", raw_body(k8s.V1Service, body))
-    set_ingress(core, name, ingress)
-
-
-def set_ingress(core: k8s.CoreV1Api, name: str, ingress: dict[str, str]) -> None:
-    core.patch_namespaced_service_status(
-        name, "default", {"status": {"loadBalancer": {"ingress": [ingress]}}}
-    )
 
 
 def by_key(moto: MotoRoute53, zone_id: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -85,28 +68,13 @@ def test_a_replica_keeps_route53_in_step_with_services(
     adopted_before = moto.rrsets(adopt_id)
 
     core = k8s.CoreV1Api(apiserver.api_client())
-    service(core, "web", f"web.{ZONE}", {"ip": "192.0.2.10"})
-    service(core, "lb", f"lb.{ZONE}", {"hostname": ELB})
-    service(core, "kept", f"kept.{ADOPT}", {"ip": "192.0.2.50"})
+    load_balancer(core, "web", f"web.{ZONE}", {"ip": "192.0.2.10"})
+    load_balancer(core, "lb", f"lb.{ZONE}", {"hostname": ELB})
+    load_balancer(core, "kept", f"kept.{ADOPT}", {"ip": "192.0.2.50"})
     port = free_port()
-    args = [
-        "run",
-        f"--kubeconfig={apiserver.kubeconfig}",
-        "--source=service",
-        "--provider=aws",
-        "--domain-filter=example.org",
-        "--aws-batch-change-interval=0s",
-        f"--txt-owner-id={OWNER}",
-        f"--metrics-address=127.0.0.1:{port}",
-        "--identity=shardsync-0",
-        "--lease-namespace=default",
-        "--lease-duration=6s",
-        "--renew-interval=1s",
-        "--settle-delay=200ms",
-        "--events",
-        "--interval=1m",
-        *budget,
-    ]
+    args = replica_args(
+        str(apiserver.kubeconfig), port, OWNER, "--provider=aws", "--aws-batch-change-interval=0s", *budget
+    )
     replica = procs.start("replica", args, env=moto.environment())
     wait_ready(f"http://127.0.0.1:{port}", replica)
 

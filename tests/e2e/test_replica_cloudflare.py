@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken, fence_record_name
 from tests.cloudfakes.cloudflare import CloudflareFake
-from tests.kubeclient import raw_body
+from tests.e2e.cloud_replica import load_balancer, replica_args
 from tests.processes import Processes, free_port, wait_ready
 from tests.waits import eventually_sync
 
@@ -39,19 +39,6 @@ def fake() -> Iterator[CloudflareFake]:
         yield server
 
 
-def service(core: k8s.CoreV1Api, name: str, host: str, ip: str) -> None:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": {"external-dns.alpha.kubernetes.io/hostname": host}},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    }
-    core.create_namespaced_service("default", raw_body(k8s.V1Service, body))
-    core.patch_namespaced_service_status(
-        name, "default", {"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}
-    )
-
-
 def test_a_replica_keeps_cloudflare_in_step_with_services(
     apiserver: ApiServer, fake: CloudflareFake, procs: Processes
 ) -> None:
@@ -66,29 +53,19 @@ def test_a_replica_keeps_cloudflare_in_step_with_services(
     adopted_before = fake.listed(adopt_id)
 
     core = k8s.CoreV1Api(apiserver.api_client())
-    service(core, "web", f"web.{ZONE}", "192.0.2.10")
-    service(core, "kept", f"kept.{ADOPT}", "192.0.2.50")
+    load_balancer(core, "web", f"web.{ZONE}", {"ip": "192.0.2.10"})
+    load_balancer(core, "kept", f"kept.{ADOPT}", {"ip": "192.0.2.50"})
     port = free_port()
-    args = [
-        "run",
-        f"--kubeconfig={apiserver.kubeconfig}",
-        "--source=service",
+    args = replica_args(
+        str(apiserver.kubeconfig),
+        port,
+        OWNER,
         "--provider=cloudflare",
-        "--domain-filter=example.org",
         "--batch-change-interval=0s",
         "--cloudflare-dns-records-per-page=5000",
-        f"--txt-owner-id={OWNER}",
-        f"--metrics-address=127.0.0.1:{port}",
-        "--identity=shardsync-0",
-        "--lease-namespace=default",
-        "--lease-duration=6s",
-        "--renew-interval=1s",
-        "--settle-delay=200ms",
-        "--events",
-        "--interval=1m",
         "--provider-rate-limit=3.8",
         "--provider-cache-time=1h",
-    ]
+    )
     env = {"CF_API_TOKEN": "test-token", "CLOUDFLARE_BASE_URL": fake.url}
     replica = procs.start("replica", args, env=env)
     wait_ready(f"http://127.0.0.1:{port}", replica)

@@ -22,7 +22,7 @@ from kubernetes import client as k8s
 from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken
 from tests.cloudfakes.google import GoogleCloudDnsFake
-from tests.kubeclient import raw_body
+from tests.e2e.cloud_replica import load_balancer, replica_args, set_ingress
 from tests.processes import Processes, free_port, wait_ready
 from tests.waits import eventually_sync
 
@@ -46,23 +46,6 @@ def fake() -> Iterator[GoogleCloudDnsFake]:
         server.stop()
 
 
-def service(core: k8s.CoreV1Api, name: str, host: str, ip: str) -> None:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": {"external-dns.alpha.kubernetes.io/hostname": host}},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    }
-    core.create_namespaced_service("default", raw_body(k8s.V1Service, body))
-    set_ip(core, name, ip)
-
-
-def set_ip(core: k8s.CoreV1Api, name: str, ip: str) -> None:
-    core.patch_namespaced_service_status(
-        name, "default", {"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}
-    )
-
-
 def test_a_replica_keeps_cloud_dns_in_step_with_services(
     apiserver: ApiServer, fake: GoogleCloudDnsFake, procs: Processes, tmp_path: Path
 ) -> None:
@@ -74,27 +57,17 @@ def test_a_replica_keeps_cloud_dns_in_step_with_services(
     adopted_before = fake.rrsets(adopt)
 
     core = k8s.CoreV1Api(apiserver.api_client())
-    service(core, "web", f"web.{ZONE}", "192.0.2.10")
-    service(core, "kept", f"kept.{ADOPT}", "192.0.2.50")
+    load_balancer(core, "web", f"web.{ZONE}", {"ip": "192.0.2.10"})
+    load_balancer(core, "kept", f"kept.{ADOPT}", {"ip": "192.0.2.50"})
     port = free_port()
-    args = [
-        "run",
-        f"--kubeconfig={apiserver.kubeconfig}",
-        "--source=service",
+    args = replica_args(
+        str(apiserver.kubeconfig),
+        port,
+        OWNER,
         "--provider=google",
         f"--google-api-endpoint={fake.url}",
         "--google-batch-change-interval=0s",
-        "--domain-filter=example.org",
-        f"--txt-owner-id={OWNER}",
-        f"--metrics-address=127.0.0.1:{port}",
-        "--identity=shardsync-0",
-        "--lease-namespace=default",
-        "--lease-duration=6s",
-        "--renew-interval=1s",
-        "--settle-delay=200ms",
-        "--events",
-        "--interval=1m",
-    ]
+    )
     replica = procs.start("replica", args, env=fake.environment(tmp_path))
     wait_ready(f"http://127.0.0.1:{port}", replica)
 
@@ -109,7 +82,7 @@ def test_a_replica_keeps_cloud_dns_in_step_with_services(
     fence = values(f"_shardsync-fence.{ZONE}.", "TXT")
     assert fence is not None and FenceToken.from_text(fence[0]).identity == "shardsync-0"
 
-    set_ip(core, "web", "192.0.2.11")
+    set_ingress(core, "web", {"ip": "192.0.2.11"})
     eventually_sync(lambda: values(f"web.{ZONE}.", "A") == ["192.0.2.11"], within=15)
     core.delete_namespaced_service("web", "default")
     eventually_sync(lambda: values(f"web.{ZONE}.", "A") is None, within=15)
