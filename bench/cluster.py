@@ -37,7 +37,7 @@ from shardsync.kube import BlockingKube, KubeError
 from shardsync.local import seed
 from shardsync.local.apiserver.client import api_client
 from shardsync.local.children import Child, stop_all
-from shardsync.local.infra import LocalOptions, free_port
+from shardsync.local.infra import LocalOptions, SetupFailed, free_port, restart_apiserver
 from shardsync.local.launcher import Launcher
 from shardsync.objects import CONFIGMAPS
 from shardsync.providers.fake.audit import AuditEntry
@@ -64,6 +64,7 @@ class ClusterSpec:
     start_timeout: float = 60.0
     provider: str = "fake"  # the replicas' --provider: fake, or webhook (the fake provider's webhook face)
     webhook_fence: bool = False  # that face speaks shardsync's fence extension
+    keep_api_state: bool = False  # the API server may be stopped and started again (`stop_apiserver`)
 
 
 @dataclass(slots=True)
@@ -126,6 +127,7 @@ class Cluster:
                 replica_args=spec.replica_flags,
                 provider=spec.provider,
                 webhook_fence=spec.webhook_fence,
+                keep_api_state=spec.keep_api_state,
             ),
             out=self._launcher_out,
         )
@@ -136,8 +138,6 @@ class Cluster:
     # ---- infrastructure ------------------------------------------------------------------------------
 
     def start(self) -> Cluster:
-        from shardsync.local.infra import SetupFailed
-
         try:
             self.launcher.start_infrastructure()
         except SetupFailed as exc:
@@ -164,6 +164,25 @@ class Cluster:
     def provider_url(self) -> str:
         assert self.launcher.infra is not None
         return self.launcher.infra.provider_url
+
+    def stop_apiserver(self) -> None:
+        """Stop the API server (SIGTERM: it saves its objects); `start_apiserver` brings it back."""
+        infra = self.launcher.infra
+        assert infra is not None
+        infra.apiserver.stop(10.0)
+
+    def start_apiserver(self) -> None:
+        """Start the stopped API server again on its port, with its objects (ClusterSpec.keep_api_state);
+        this cluster's own client starts afresh (its pooled connections died with the server)."""
+        infra = self.launcher.infra
+        assert infra is not None
+        try:
+            restart_apiserver(infra, self.launcher.o)
+        except SetupFailed as exc:
+            raise ClusterError(str(exc)) from None
+        if self._kube is not None:
+            self._kube.close()
+        self._kube = BlockingKube(api_client(infra.api_url))
 
     def infra_pids(self) -> dict[str, int]:
         infra = self.launcher.infra

@@ -5,7 +5,8 @@ A source or the sharding code reads `cache` and is told of each change through `
 from the list's resourceVersion; a watch the server ends is resumed from the last version seen (BOOKMARKs
 keep it fresh); a 410 Expired relists and reports the difference as changes; any other error backs off
 with jitter and retries, keeping the last good cache meanwhile. While the API server is unreachable the
-informers share one warning rhythm (shardsync.kube_health) instead of each warning at its own.
+informers share one warning rhythm (shardsync.kube_health) instead of each warning at its own, and once it
+answers again every informer retries at once, its backoff reset (`ApiHealth.pause`).
 """
 
 from __future__ import annotations
@@ -231,8 +232,10 @@ class Informer:
     async def run(self) -> None:
         """List, then watch forever; cancel the calling task to stop."""
         backoff = Backoff(initial=0.2, maximum=10.0)
+        health = self.kube.health
         need_list = True
         while True:
+            recoveries = health.recoveries  # before the call: an outage ending from now on cuts the wait
             try:
                 if need_list:
                     await self.relist()
@@ -265,7 +268,7 @@ class Informer:
                     self.on_error(exc)
                 delay = backoff.next()
                 # During an API outage every informer fails in step: one warning per step of the outage.
-                emit = log.debug if self.kube.health.quiet(exc.status) else log.warning
+                emit = log.debug if health.quiet(exc.status) else log.warning
                 emit(
                     "list/watch failed",
                     resource=self.name,
@@ -275,4 +278,5 @@ class Informer:
                 )
                 # After an error the watch may have missed events for longer than the server keeps them.
                 need_list = need_list or exc.status in (0, 500, 503)
-                await anyio.sleep(delay)
+                if await health.pause(delay, recoveries):
+                    backoff.reset()  # the API server is back: retry now, and from the first step

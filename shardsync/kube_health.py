@@ -7,14 +7,24 @@ backoff, and during an outage they would each warn at their own rhythm (an infor
 member lease, the coordinator election): `quiet(exc)` lets them share one rhythm instead — it is False for
 the one warning of each step of a shared backoff (1 s, 2 s, 4 s … capped at a minute), True for the rest,
 which go to the debug level. An outage is also a metric and the `/readyz` reason (`reason()`).
+
+Its end is also when every loop retries: a loop that failed waits out its backoff through `pause(delay,
+since)`, which returns early, True, once an outage of at least `FIRST_STEP` ends (or has ended since the
+loop read `recoveries`, before the call that failed); the loop then resets its backoff. Without it, a
+watch that backed off to 8 s during a 30 s outage would wait those 8 s after the API server is back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from prometheus_client import Counter, Gauge
 
 from shardsync.logs import get_logger
@@ -31,6 +41,22 @@ OUTAGE_STATUSES = frozenset({0, 502, 503, 504})
 # The warning rhythm during an outage: the first at once, then after 1, 2, 4 … seconds, at most a minute.
 FIRST_STEP = 1.0
 MAX_STEP = 60.0
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class _Sleeper:
+    """A loop waiting out its backoff (`ApiHealth.pause`), woken on its own event loop."""
+
+    event: anyio.Event
+    token: anyio.lowlevel.EventLoopToken
+    thread: int  # the event loop's thread
+
+    def wake(self) -> None:
+        if threading.get_ident() == self.thread:
+            self.event.set()
+            return
+        with contextlib.suppress(Exception):  # that event loop has ended: nobody is left to wake
+            anyio.from_thread.run_sync(self.event.set, token=self.token)
 
 
 def is_outage(status: int) -> bool:
@@ -56,6 +82,8 @@ class ApiHealth:
         self.failures = 0
         self._next_warning = 0.0
         self._step = 0.0
+        self.recoveries = 0  # outages of at least `first_step` that ended (see `pause`)
+        self._sleepers: set[_Sleeper] = set()
 
     @property
     def down(self) -> bool:
@@ -69,8 +97,16 @@ class ApiHealth:
                 return
             lasted, failures = self._clock() - self.down_since, self.failures
             self.down_since, self.failures, self._step, self._next_warning = None, 0, 0.0, 0.0
+            # A blip shorter than the first step leaves short backoffs behind: nothing to cut short (and a
+            # call failing alone, while the others succeed, must not retry without any backoff).
+            sleepers: set[_Sleeper] = set()
+            if lasted >= self._first_step:
+                self.recoveries += 1
+                sleepers, self._sleepers = self._sleepers, set()
         REACHABLE.set(1)
         log.info("API server reachable again", after=f"{lasted:.1f}s", failed_calls=failures)
+        for sleeper in sleepers:
+            sleeper.wake()
 
     def failed(self, status: int, error: str) -> None:
         if not is_outage(status):
@@ -95,6 +131,23 @@ class ApiHealth:
             self._step = min(self._max_step, self._step * 2) if self._step else self._first_step
             self._next_warning = now + self._step
             return False
+
+    async def pause(self, seconds: float, since: int) -> bool:
+        """Wait `seconds` before a retry, or less: True as soon as an outage ends that had not ended when
+        `recoveries` read `since` (read it before the call that failed), and the caller retries now."""
+        sleeper = _Sleeper(anyio.Event(), anyio.lowlevel.current_token(), threading.get_ident())
+        with self._lock:
+            if self.recoveries != since:
+                return True
+            self._sleepers.add(sleeper)
+        try:
+            with anyio.move_on_after(seconds):
+                await sleeper.event.wait()
+                return True
+            return False
+        finally:
+            with self._lock:
+                self._sleepers.discard(sleeper)
 
     def reason(self) -> str:
         """The `/readyz` reason during an outage, "" otherwise."""

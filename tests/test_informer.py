@@ -10,6 +10,7 @@ import pytest
 
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError, load_api_client
+from shardsync.kube_health import ApiHealth
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import CONFIGMAPS, LEASES, resource_version
 from shardsync.packed import PackedCache
@@ -260,3 +261,39 @@ def test_drop_reports_a_deletion_keeps_nothing_and_counts_as_left_out() -> None:
     informer.drop("default/a")  # not kept: nothing to say
     informer._handle("DELETED", mine)  # nor tracked: its deletion says nothing either
     assert len(changes) == 2
+
+
+class _Unreachable(Kube):
+    """Lists answer; watches fail as an unreachable API server's do while `down`, as the transport
+    reports them to the client's ApiHealth."""
+
+    def __init__(self) -> None:  # no client
+        self._health = ApiHealth(first_step=0.05)
+        self.down = True
+        self.watches: list[float] = []
+
+    async def list(self, resource: Any, **query: Any) -> dict[str, Any]:
+        return {"metadata": {"resourceVersion": "1"}, "items": []}
+
+    async def watch(self, resource: Any, **query: Any) -> None:
+        self.watches.append(time.monotonic())
+        if self.down:
+            self.health.failed(0, "refused")
+            raise KubeError(0, "refused")
+        await anyio.sleep_forever()
+
+
+async def test_a_backing_off_watch_retries_as_soon_as_the_api_server_answers_again() -> None:
+    kube = _Unreachable()
+    informer = Informer(kube, LEASES, namespace="default")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(informer.run)
+        await anyio.sleep(2.0)  # backing off: 0.1-0.2 s, then 0.2-0.4, 0.4-0.8, 0.8-1.6 ...
+        tried = len(kube.watches)
+        assert 3 <= tried <= 6, kube.watches
+        kube.down = False
+        back = time.monotonic()
+        await anyio.to_thread.run_sync(kube.health.succeeded)  # another call got through (a renewal)
+        await eventually(lambda: len(kube.watches) > tried, within=0.3)  # not the rest of a 0.8+ s wait
+        assert kube.watches[-1] - back < 0.3
+        tg.cancel_scope.cancel()

@@ -1,8 +1,14 @@
-"""shardsync.kube_health: an API outage's one warning rhythm, its end, its /readyz reason."""
+"""shardsync.kube_health: an API outage's one warning rhythm, its end (every backoff cut short), its /readyz
+reason."""
 
 from __future__ import annotations
 
 import itertools
+import time
+
+import anyio
+import anyio.to_thread
+import pytest
 
 from shardsync.kube_health import MAX_STEP, ApiHealth
 
@@ -60,3 +66,47 @@ def test_other_failures_always_warn_and_success_ends_the_outage() -> None:
     assert not is_down(health) and health.reason() == ""
     health.failed(503, "Service Unavailable")  # a new outage starts the rhythm over
     assert not health.quiet(503)
+
+
+@pytest.mark.anyio
+async def test_the_end_of_an_outage_cuts_every_backoff_short() -> None:
+    """A loop waiting out its backoff retries as soon as an outage of at least the first step ends, from
+    whichever thread the success came: the informers' watches kept up to 8 s of backoff after a 30 s
+    outage, and the first change after it waited for them."""
+    health = ApiHealth(first_step=0.05)
+    since = health.recoveries
+    health.failed(0, "refused")
+    woken: list[float] = []
+
+    async def waiter() -> None:
+        started = time.monotonic()
+        assert await health.pause(30.0, since)
+        woken.append(time.monotonic() - started)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(waiter)
+        await anyio.sleep(0.1)  # the outage has lasted past the first step
+        await anyio.to_thread.run_sync(health.succeeded)  # as a call's worker thread reports it
+    assert len(woken) == 3 and max(woken) < 1.0
+    # An outage that ended between the failed call and the wait: no wait at all.
+    assert await health.pause(30.0, since)
+    # No outage ending: the whole backoff.
+    started = time.monotonic()
+    assert not await health.pause(0.1, health.recoveries)
+    assert time.monotonic() - started >= 0.09
+
+
+@pytest.mark.anyio
+async def test_a_blip_shorter_than_the_first_step_wakes_nobody() -> None:
+    """One call failing alone while the others succeed ends an 'outage' at once, again and again: it must
+    not retry without backoff (a short blip leaves short backoffs anyway)."""
+    clock = Clock()
+    health = ApiHealth(clock)
+    since = health.recoveries
+    health.failed(0, "refused")
+    clock.now += 0.5
+    health.succeeded()
+    assert health.recoveries == since
+    with anyio.fail_after(1):
+        assert not await health.pause(0.05, since)

@@ -41,6 +41,8 @@ class LocalOptions:
     sources: tuple[str, ...] = ("service", "crd")  # the replicas' --source values; gateway-* ones seed routes
     provider: str = "fake"  # the replicas' --provider: fake (its native API) or webhook (its webhook face)
     webhook_fence: bool = False  # the fake provider's webhook face speaks shardsync's fence extension
+    # The API server keeps its objects in run_dir/apiserver-state across a restart (`restart_apiserver`).
+    keep_api_state: bool = False
 
 
 class SetupFailed(Exception):
@@ -57,6 +59,7 @@ class Infrastructure:
     provider_url: str
     kubeconfig: Path
     kube: BlockingKube
+    child: Callable[[str, Sequence[str]], Child]  # how the launcher starts a child (`restart_apiserver`)
     zones: list[str] = field(default_factory=list)
 
 
@@ -76,7 +79,7 @@ def start(
     """API server, fake provider, seeded objects and the StatefulSet; SetupFailed on any failure."""
     o.run_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = o.run_dir / "kubeconfig"
-    apiserver = child("apiserver", ["apiserver", "--port", "0", "--kubeconfig-out", str(kubeconfig)])
+    apiserver = child("apiserver", _apiserver_args(o, kubeconfig, 0))
     provider = child(
         "fake-provider",
         [
@@ -98,7 +101,7 @@ def start(
     except ChildFailed as exc:
         raise SetupFailed(str(exc)) from None
     kube = BlockingKube(api_client(api_url))
-    infra = Infrastructure(apiserver, provider, api_url, provider_url, kubeconfig, kube)
+    infra = Infrastructure(apiserver, provider, api_url, provider_url, kubeconfig, kube, child)
     say(f"api server:     {api_url}   kubeconfig {kubeconfig}")
     infra.zones = _provider_zones(provider_url)
     say(
@@ -119,6 +122,25 @@ def start(
         f"StatefulSet {seed.STATEFULSET} replicas {replicas}"
     )
     return infra
+
+
+def _apiserver_args(o: LocalOptions, kubeconfig: Path, port: int) -> list[str]:
+    state = ["--data-dir", str(o.run_dir / "apiserver-state")] if o.keep_api_state else []
+    return ["apiserver", "--port", str(port), "--kubeconfig-out", str(kubeconfig), *state]
+
+
+def restart_apiserver(infra: Infrastructure, o: LocalOptions) -> None:
+    """Start the API server again after it was stopped (`infra.apiserver.stop`, which saves its objects
+    with `keep_api_state`), on the same port: as a real one's restart, every connection was dropped and a
+    watch from before it answers 410 Expired."""
+    if not o.keep_api_state:
+        raise SetupFailed("the API server keeps no state across a restart (LocalOptions.keep_api_state)")
+    port = int(infra.api_url.rsplit(":", 1)[1])
+    infra.apiserver = infra.child("apiserver", _apiserver_args(o, infra.kubeconfig, port))
+    try:
+        infra.apiserver.wait_for_line(r"^listening on ", o.start_timeout)
+    except ChildFailed as exc:
+        raise SetupFailed(str(exc)) from None
 
 
 def _provider_zones(provider_url: str) -> list[str]:

@@ -6,7 +6,8 @@ are read again with one paged list of their resource (the informers' own permiss
 objects), keeping only those wanted; zones gained while a list runs wait for the next one. Each object
 read is put back in its informer's cache (`Informer.restore`; an object the watch delivered meanwhile is
 left as the watch has it, one gone is reported as gone) and handed to `arrived` to be translated. A failed
-read is retried with backoff.
+read is retried with backoff, at once when the API server answers again after an outage
+(`ApiHealth.pause`).
 
 Objects left out untranslated as they were listed (`DesiredIndex.defer`: their names reached no zone held
 then) are not in the desired index at all: a sweep reads each such kind's objects once for the zones newly
@@ -23,8 +24,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
-
-import anyio
 
 from shardsync.backoff import Backoff
 from shardsync.informer import Informer
@@ -83,7 +82,9 @@ class Refetcher:
 
     async def run(self) -> None:
         backoff = Backoff(initial=0.5, maximum=30.0)
+        health = self.kube.health
         while True:
+            recoveries = health.recoveries  # an outage ending from now on cuts a retry's wait short
             ticket = self._wake.ticket()
             if not self._wanted and not self._sweeps and not self._loads:
                 await self._wake.wait(ticket)
@@ -112,7 +113,8 @@ class Refetcher:
                             self._loads.setdefault(informer, {}).setdefault(request, []).extend(thens)
                 delay = backoff.next()
                 log.warning("reading objects again failed", status=exc.status, retry_in=f"{delay:.2f}s")
-                await anyio.sleep(delay)
+                if await health.pause(delay, recoveries):
+                    backoff.reset()
 
     async def _sweep(self, sweeps: dict[str, int]) -> None:
         """One paged list of each sweeper's resource: the objects left out whose names reach the zones go

@@ -203,6 +203,7 @@ class Harness:
         default_timing: bool = False,
         provider: str = "fake",
         webhook_fence: bool = False,
+        keep_api_state: bool = False,  # the API server may be restarted (Cluster.stop_apiserver)
     ) -> Harness:
         """API server, fake provider with `zones` zones, a Service and a DNSEndpoint with `per_zone`
         records per zone, `replicas` replicas ready and settled on one generation owning every zone.
@@ -216,6 +217,7 @@ class Harness:
             start_timeout=START_WITHIN,
             provider=provider,
             webhook_fence=webhook_fence,
+            keep_api_state=keep_api_state,
         )
         cluster = Cluster(run_dir, spec)
         sampler: observe.Sampler | None = None
