@@ -71,6 +71,8 @@ class Profile:
     budget_profile_replicas: tuple[int, ...] = (1, 4)
     budget_profile_zones: int = 300
     budget_profile_records: int = 20
+    # status_startup: DNSEndpoints whose observedGeneration one replica writes at start-up (default flags)
+    status_objects: int = 1000
     # planner and apiserver micro-benchmarks
     planner_records: int = 100_000
     planner_repeat: int = 5
@@ -184,6 +186,7 @@ SMOKE = Profile(
     converge_timeout=30.0,
     chaos_faults=3,
     chaos_zones=8,
+    status_objects=30,
 )
 
 PROFILES = {p.name: p for p in (FULL, QUICK, SMOKE)}

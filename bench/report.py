@@ -25,6 +25,7 @@ SCENARIOS = (
     "memory",
     "memory_at_scale",
     "provider_budget",
+    "status_startup",
     "planner",
     "apiserver",
     "chaos",
@@ -300,6 +301,17 @@ def _cpu_with_spread(r: Mapping[str, Any]) -> str:
     return f"{r['sync_cpu_seconds']} ({min(repeats)}-{max(repeats)})"
 
 
+def _status_startup(s: Mapping[str, Any]) -> str:
+    return (
+        f"status_startup: {s['dns_endpoints']} DNSEndpoints' observedGeneration written by 1 replica "
+        f"(default flags, --kube-api-status-qps {s['status_qps']:g}) "
+        f"{_fmt(s['seconds_to_all_observed'], '.1f')}s after it started (ready after "
+        f"{_fmt(s['seconds_to_ready'], '.1f')}s, first write seen after "
+        f"{_fmt(s['seconds_to_first_observed'], '.1f')}s, {_fmt(s['writes_per_second'], '.0f')}/s); "
+        f"target <= {s['target_seconds']:g}s: {_fmt(s['meets_target'])}"
+    )
+
+
 def _planner(s: Mapping[str, Any]) -> str:
     return (
         f"planner: {s['records']:,.0f} records planned in {s['plan_seconds']:.3f}s "
@@ -381,6 +393,7 @@ _SECTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "memory": _memory,
     "memory_at_scale": _memory_at_scale,
     "provider_budget": _provider_budget,
+    "status_startup": _status_startup,
     "planner": _planner,
     "apiserver": _apiserver,
     "chaos": _chaos,

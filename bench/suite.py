@@ -23,6 +23,7 @@ from bench.scenarios import (
     rebalance,
     rolling_restart,
     scaling,
+    status_startup,
 )
 from bench.scenarios.common import Context, error_result
 
@@ -41,6 +42,7 @@ SCENARIOS: dict[str, Scenario] = {
     "memory_at_scale": memory_at_scale.run,
     "chaos": chaos.run,
     "provider_budget": provider_budget.run,
+    "status_startup": status_startup.run,
 }
 
 

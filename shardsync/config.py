@@ -29,7 +29,7 @@ from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain
 from shardsync.durations import format_duration
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
-from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT
+from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STATUS_QPS
 from shardsync.logs import LOG_FORMATS, LOG_LEVELS
 from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.budget import DEFAULT_BURST as DEFAULT_PROVIDER_BURST
@@ -87,6 +87,7 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     kube_api_qps: int = DEFAULT_QPS
     kube_api_burst: int = DEFAULT_BURST
+    kube_api_status_qps: float = DEFAULT_STATUS_QPS
     identity: str = ""
     lease_namespace: str = "default"
     instance: str = "shardsync"
@@ -187,6 +188,12 @@ FLAGS: tuple[Flag, ...] = (
     ),
     mirrored(
         "kube_api_burst", "requests to the Kubernetes API allowed at once above --kube-api-qps", kind=int
+    ),
+    Flag(
+        "kube_api_status_qps",
+        "DNSEndpoint status writes a second (a token bucket of their own, burst twice that, not "
+        "--kube-api-qps's); 0: no client-side limit",
+        kind=float,
     ),
     Flag("identity", "this replica's identity (default: $POD_NAME, else the host name)"),
     Flag(
@@ -467,6 +474,8 @@ def validate(s: Settings) -> None:
     if s.kube_api_qps <= 0 or s.kube_api_burst <= 0:  # external-dns's messages
         flag = "--kube-api-qps" if s.kube_api_qps <= 0 else "--kube-api-burst"
         raise ConfigError(f"{flag} must be greater than 0")
+    if s.kube_api_status_qps < 0:
+        raise ConfigError("--kube-api-status-qps must not be negative (0: no client-side limit)")
     if s.provider_rate_limit < 0 or s.provider_burst < 0 or s.provider_cache_time < 0:
         flag = (
             "--provider-rate-limit"

@@ -111,7 +111,8 @@ class _Parts:
 def _build(settings: config.Settings) -> _Parts:
     """The replica's parts that need no event loop: the kubeconfig is loaded, the provider built and the
     metrics port bound now, so any of them failing is one line before anything starts."""
-    limits = ClientLimits(settings.kube_api_qps, settings.kube_api_burst, settings.request_timeout)
+    s = settings
+    limits = ClientLimits(s.kube_api_qps, s.kube_api_burst, s.request_timeout, s.kube_api_status_qps)
     kube = Kube.connect(settings.kubeconfig, settings.identity, limits)
     kind = PROVIDERS[settings.provider]
     provider = kind.create(settings.options(kind.flags), settings.identity)

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-import anyio
-
 from shardsync.flags import FlagGroup
 from shardsync.kube import Kube
 from shardsync.objects import Obj, Resource, same_but_version
@@ -51,9 +49,6 @@ class SourceContext(Generic[OptionsT]):
         lambda resource, namespace, selector, then: False
     )
     retranslate: Callable[[Iterable[str]], None] = lambda keys: None  # queue own objects' keys again
-    # Set once every kind of the watcher has listed: writes to source objects (statuses) wait for it, so
-    # they do not take the API tokens (--kube-api-qps) the first lists need.
-    complete: anyio.Event | None = None
 
 
 class Translator:

@@ -8,7 +8,12 @@ its own translation. One replica writes each object's status, so N replicas do n
 holding a zone the object's names reach (`SourceContext.holds`; on a sharded replica the others may never
 translate it), else the one for which `may_write()` is true (the coordinator), which the watcher asks to
 `sweep()` as it takes office (the periodic sweep every `status_resync` seconds is the fallback). A failed
-write stays due and is retried with backoff.
+write stays due and is retried with backoff, at once when the API server answers again after an outage.
+
+Writes start as objects are translated, not after every kind has listed: they take their tokens from a
+bucket of their own (`--kube-api-status-qps`, shardsync.kube_limits), not from the lists'. Kubernetes has
+no batch write, so what is batched is the waiting: up to `WRITES_AT_ONCE` writes are in flight together,
+so the rate is the bucket's (or the API server's), not one round trip after another.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from prometheus_client import Counter
 
 from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
+from shardsync.kube_health import is_outage
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import Obj, Resource, get
@@ -36,6 +42,8 @@ STATUS_WRITES = Counter(
 
 # Writes status.observedGeneration = generation for the object at a cache key; KubeError when it fails.
 WriteStatus = Callable[[str, int], Awaitable[None]]
+
+WRITES_AT_ONCE = 4  # status writes in flight together (each holds a client thread while it waits)
 
 
 def observed_generation_to_write(obj: Mapping[str, Any]) -> int | None:
@@ -54,7 +62,7 @@ class StatusWriter:
         self._may_write = context.may_write
         self._holds = context.holds
         self._resync = context.status_resync
-        self._complete = context.complete
+        self._health = context.kube.health
         self._max_backoff = context.max_backoff
         self._resource = resource
         self._write = write
@@ -97,13 +105,12 @@ class StatusWriter:
 
     async def run(self) -> None:
         backoff = Backoff(initial=0.2, maximum=self._max_backoff)
-        ticket = self._wake.ticket()  # what is found due meanwhile is written once the wait ends
-        if self._complete is not None:
-            await self._complete.wait()  # the first lists go first (SourceContext.complete)
+        ticket = self._wake.ticket()
         retry = False
         while True:
             resync = not retry and not await self._wake.wait(ticket, within=self._resync)
             ticket = self._wake.ticket()  # before reading the state: a notify from now on is kept
+            recoveries = self._health.recoveries
             retry = False
             writer = self._may_write()
             if resync or self._sweep_requested:
@@ -117,34 +124,47 @@ class StatusWriter:
             if await self._write_due():
                 backoff.reset()
             else:
-                await anyio.sleep(backoff.next())
+                if await self._health.pause(backoff.next(), recoveries):
+                    backoff.reset()
                 retry = True
 
     async def _write_due(self) -> bool:
-        """Write status.observedGeneration for every due object; False if a write failed (kept due)."""
-        ok = True
-        for key in list(self._due):
-            obj = self._cache(self._resource).get(key)
-            due = None if obj is None else observed_generation_to_write(obj)
-            if obj is None or due is None or due != self._translated.get(key):
-                # Gone, already written, or a newer generation not translated yet (it will be queued then).
-                self._due.pop(key, None)
-                continue
-            try:
-                await self._write(key, due)
-            except KubeError as exc:
-                if exc.not_found:
+        """Write status.observedGeneration for every due object, `WRITES_AT_ONCE` at a time; False if a
+        write failed (it stays due)."""
+        failed: list[KubeError] = []
+        slots = anyio.Semaphore(WRITES_AT_ONCE)
+        async with anyio.create_task_group() as tg:
+            for key in list(self._due):
+                if any(is_outage(exc.status) for exc in failed):
+                    break  # the API server does not answer: the rest waits for the retry
+                obj = self._cache(self._resource).get(key)
+                due = None if obj is None else observed_generation_to_write(obj)
+                if obj is None or due is None or due != self._translated.get(key):
+                    # Gone, already written, or a newer generation not translated yet (queued then).
                     self._due.pop(key, None)
                     continue
-                ok = False
-                STATUS_WRITES.labels("error").inc()
-                log.warning(
-                    f"writing {self._resource.kind.lower()} status failed",
-                    object=key,
-                    status=exc.status,
-                    reason=exc.reason,
-                )
-                continue
-            self._due.pop(key, None)
-            STATUS_WRITES.labels("written").inc()
-        return ok
+                await slots.acquire()
+                tg.start_soon(self._write_one, key, due, slots, failed)
+        return not failed
+
+    async def _write_one(self, key: str, due: int, slots: anyio.Semaphore, failed: list[KubeError]) -> None:
+        try:
+            await self._write(key, due)
+        except KubeError as exc:
+            if exc.not_found:
+                self._due.pop(key, None)
+                return
+            failed.append(exc)
+            STATUS_WRITES.labels("error").inc()
+            emit = log.debug if self._health.quiet(exc.status) else log.warning
+            emit(
+                f"writing {self._resource.kind.lower()} status failed",
+                object=key,
+                status=exc.status,
+                reason=exc.reason,
+            )
+            return
+        finally:
+            slots.release()
+        self._due.pop(key, None)
+        STATUS_WRITES.labels("written").inc()

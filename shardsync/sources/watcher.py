@@ -204,7 +204,6 @@ class SourceWatcher:
                 self._informers[resource], namespace, selector, then
             ),
             retranslate=partial(self._queue, kind.name),
-            complete=self.complete,
         )
         source = _Source(kind, kind.start(context))
         self._sources[kind.name] = source

@@ -78,6 +78,8 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
         for field in ("p99_seconds", "calls_per_change", "throttled"):
             assert cloudflare["runs"][n][field] is not None, (n, field)
     assert cloudflare["five_minute_blocks"] == 0
+    status = latest["status_startup"]
+    assert status["dns_endpoints"] == 30 and status["seconds_to_all_observed"] > 0
     assert latest["planner"]["plan_seconds"] > 0
     assert latest["apiserver"]["get_replace_pairs_per_second"] > 0
     chaos = latest["chaos"]

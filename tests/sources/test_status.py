@@ -1,21 +1,25 @@
 """The crd kind's status writer (sources/status.py) in the generic watcher over an in-memory Kube: the
 generation translated is written to status.observedGeneration, by the writer alone, once per generation,
-once every kind has listed; a replica that becomes the writer catches up when asked; a status change alone
-is not translated again."""
+a few writes at once; a replica that becomes the writer catches up when asked; a status change alone is
+not translated again; writes failing in an outage stop and resume as soon as the API server answers."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from shardsync.desired import DesiredIndex
+from shardsync.kube import KubeError
+from shardsync.kube_health import ApiHealth
+from shardsync.objects import Obj, Resource
 from shardsync.sources import crd
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.result import SourceResult
-from shardsync.sources.service import SERVICES
+from shardsync.sources.status import WRITES_AT_ONCE
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 from tests.waits import eventually
 
@@ -111,24 +115,68 @@ async def test_a_status_change_alone_is_not_translated_again(monkeypatch: pytest
         tg.cancel_scope.cancel()
 
 
-async def test_statuses_are_written_once_every_kind_has_listed() -> None:
-    """Status writes share the client's token bucket (--kube-api-qps) with the lists; written while the
-    Services still list, thousands of them took half the tokens and doubled a large cluster's first sync."""
-    kube = FakeKube()
-    kube.put(DNS_ENDPOINTS, dnsendpoint("lagging", 2, observed=1))
-    kube.held[SERVICES] = anyio.Event()
-    options = WatchOptions(sources=("crd", "service"), status_resync=3600, max_backoff=0.05)
-    watcher = SourceWatcher(
-        kube, options, DesiredIndex(["ex.com"]), lambda zones: None, write_status=lambda: True
-    )
+class SlowStatus(FakeKube):
+    """Status writes take a while and may fail as an unreachable API server's do (reported to the health
+    as the transport would); `in_flight_max` is how many were ever in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._health = ApiHealth(first_step=0.05)
+        self.down = False
+        self.attempts = 0
+        self.in_flight = self.in_flight_max = 0
+
+    async def patch(self, resource: Resource, name: str, body: Any, **query: Any) -> Obj:
+        self.attempts += 1
+        if self.down:
+            self.health.failed(0, "refused")
+            raise KubeError(0, "refused")
+        self.in_flight += 1
+        self.in_flight_max = max(self.in_flight_max, self.in_flight)
+        try:
+            await anyio.sleep(0.01)
+        finally:
+            self.in_flight -= 1
+        return await super().patch(resource, name, body, **query)
+
+
+def lagging(kube: FakeKube, count: int) -> None:
+    for i in range(count):
+        kube.put(DNS_ENDPOINTS, dnsendpoint(f"e{i}", 2, observed=1))
+
+
+async def test_lagging_statuses_are_written_a_few_at_once() -> None:
+    """At start-up a replica may find thousands lagging (1,000 took 75 s one by one in the lists' bucket):
+    they are written WRITES_AT_ONCE at a time, each from the status writes' own bucket (kube_limits)."""
+    kube = SlowStatus()
+    lagging(kube, 100)
+    options = WatchOptions(sources=("crd",), status_resync=3600)
+    watcher = SourceWatcher(kube, options, DesiredIndex(["ex.com"]), lambda zones: None)
     async with anyio.create_task_group() as tg:
         tg.start_soon(watcher.run)
-        await eventually(lambda: watcher.informers["dnsendpoints"].synced.is_set())
-        await anyio.sleep(0.1)
-        assert kube.status_patches == []
-        assert not watcher.complete.is_set()
+        started = anyio.current_time()
+        await eventually(lambda: len(kube.status_patches) == 100)
+        took = anyio.current_time() - started
+        tg.cancel_scope.cancel()
+    assert kube.in_flight_max == WRITES_AT_ONCE
+    assert took < 100 * 0.01  # not one round trip after another
+    assert sorted(name for _, name, _ in kube.status_patches) == sorted(f"e{i}" for i in range(100))
 
-        kube.held[SERVICES].set()
-        await eventually(lambda: len(kube.status_patches) == 1)
-        assert kube.status_patches == [("dns", "lagging", {"status": {"observedGeneration": 2}})]
+
+async def test_writes_failing_in_an_outage_stop_and_resume_as_soon_as_the_api_answers() -> None:
+    kube = SlowStatus()
+    kube.down = True
+    lagging(kube, 20)
+    options = WatchOptions(sources=("crd",), status_resync=3600, max_backoff=30)
+    watcher = SourceWatcher(kube, options, DesiredIndex(["ex.com"]), lambda zones: None)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watcher.run)
+        await anyio.sleep(1.6)  # retries after 0.1-0.2 s, 0.2-0.4, 0.4-0.8: the next wait is 0.8-1.6 s
+        rounds = kube.attempts
+        # Each round stops at the first failures (at most the writes already in flight), not 20 each.
+        assert rounds <= 4 * WRITES_AT_ONCE, rounds
+        kube.down = False
+        await anyio.to_thread.run_sync(kube.health.succeeded)  # a lease renewal got through
+        with anyio.fail_after(0.5):
+            await eventually(lambda: len(kube.status_patches) == 20, within=0.5)
         tg.cancel_scope.cancel()
