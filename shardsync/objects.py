@@ -27,7 +27,7 @@ class Resource:
     kind: str
     namespaced: bool = True
     # Versions to fall back on, newest first, when the API does not serve `version` (a CRD still at an
-    # older version: the source watcher probes them in order).
+    # older version: the source watcher takes the first its CRD serves, sources.served).
     older_versions: tuple[str, ...] = ()
 
     @property

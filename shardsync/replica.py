@@ -206,11 +206,13 @@ class Replica:
     # -- status ------------------------------------------------------------------------------------
 
     def ready(self) -> tuple[bool, str]:
+        """Every source kind that can run has listed (one waiting for its CRD holds nothing up: the server
+        adds `SourceWatcher.waiting` to the answer), the zones are listed, the ownership layer is ready."""
         outage = self.kube.health.reason()
         if outage:
             return False, outage
-        if not self.sources.synced.is_set():
-            return False, "source caches not synced"
+        if not self.sources.complete.is_set():
+            return False, f"source caches not synced: {', '.join(self.sources.unsynced()) or 'translating'}"
         if not self.zones_known.is_set():
             return False, "zones not listed yet"
         return self.ownership.ready()

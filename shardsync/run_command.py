@@ -137,6 +137,7 @@ async def _start(settings: config.Settings, parts: _Parts) -> int:
     provider, budget = provider_for(settings, parts.provider)
     replica = Replica(settings, parts.kube, provider, ownership, timings, budget)
     parts.endpoints.ready, parts.endpoints.shards = replica.ready, replica.shards
+    parts.endpoints.notes = replica.sources.waiting  # a kind waiting for its CRD: said, holding nothing up
     threading.Thread(target=_exit_after_teardown, args=(replica,), name="exit", daemon=True).start()
     return await replica.run(parts.server)
 

@@ -34,15 +34,23 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 class StatusEndpoints:
-    """The callables behind the endpoints; each runs on the event loop."""
+    """The callables behind the endpoints; each runs on the event loop. `/readyz` answers 200 or 503 with
+    `ready()`'s reason ("ok" when ready), followed by `notes()`: conditions that do not hold readiness (a
+    source kind waiting for its CRD), whichever the answer."""
 
     def __init__(
         self,
         ready: Callable[[], tuple[bool, str]],
         shards: Callable[[], dict[str, Any]],
+        notes: Callable[[], list[str]] = list,
     ) -> None:
         self.ready = ready
         self.shards = shards
+        self.notes = notes
+
+    def readiness(self) -> tuple[bool, str]:
+        ok, why = self.ready()
+        return ok, "; ".join([why or "ok", *self.notes()])
 
 
 class StatusServer:
@@ -109,8 +117,8 @@ def _make_handler(
                     portal.call(lambda: None)
                     self._send(200, b"ok\n", "text/plain")
                 elif path == "/readyz":
-                    ok, why = portal.call(endpoints.ready)
-                    self._send(200 if ok else 503, (why or "ok").encode() + b"\n", "text/plain")
+                    ok, why = portal.call(endpoints.readiness)
+                    self._send(200 if ok else 503, why.encode() + b"\n", "text/plain")
                 elif path == "/shards":
                     body = orjson.dumps(portal.call(endpoints.shards), option=orjson.OPT_INDENT_2)
                     self._send(200, body, "application/json")

@@ -30,7 +30,7 @@ async def get(url: str) -> httpx.Response:
 
 
 async def test_endpoints_reflect_live_state() -> None:
-    state: dict[str, Any] = {"ready": False, "generation": 1}
+    state: dict[str, Any] = {"ready": False, "generation": 1, "notes": []}
 
     def shards() -> dict[str, Any]:
         return {"generation": state["generation"], "zones": []}
@@ -39,6 +39,7 @@ async def test_endpoints_reflect_live_state() -> None:
         endpoints = StatusEndpoints(
             ready=lambda: (state["ready"], "" if state["ready"] else "caches not synced"),
             shards=shards,
+            notes=lambda: state["notes"],
         )
         server = StatusServer("127.0.0.1:0", endpoints, portal)
         server.start()
@@ -47,8 +48,17 @@ async def test_endpoints_reflect_live_state() -> None:
             assert (await get(base + "/healthz")).status_code == 200
             r = await get(base + "/readyz")
             assert r.status_code == 503 and "caches not synced" in r.text
+            state["notes"] = ["x.example.test not installed: the x source waits for it"]
+            r = await get(base + "/readyz")
+            assert (r.status_code, r.text) == (503, "caches not synced; " + state["notes"][0] + "\n")
             state["ready"] = True
-            assert (await get(base + "/readyz")).status_code == 200
+            r = await get(base + "/readyz")  # a condition that holds nothing up, said all the same
+            assert (r.status_code, r.text) == (
+                200,
+                "ok; x.example.test not installed: the x source waits for it\n",
+            )
+            state["notes"] = []
+            assert (await get(base + "/readyz")).text == "ok\n"
             state["generation"] = 7
             assert (await get(base + "/shards")).json() == {"generation": 7, "zones": []}
             PROBE.inc(3)

@@ -208,7 +208,7 @@ KIND = SourceKind(
     "crd",
     DNS_ENDPOINTS,
     DNSEndpointTranslator,
-    crd=CrdNotice("DNSEndpoint CRD", CRD_NAME, f"shardsync/manifests/{CRD_FILE}"),
+    crd=CrdNotice("DNSEndpoint CRD", (CRD_NAME,), f"shardsync/manifests/{CRD_FILE}"),
     evictable=True,
     names=dnsendpoint_names,
     projections={DNS_ENDPOINTS: projections.without_bookkeeping},

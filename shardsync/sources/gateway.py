@@ -19,8 +19,8 @@ Gateway usually lives elsewhere) and the Namespaces (for allowedRoutes selectors
 which routes name which Gateway in their status, so a Gateway event re-translates exactly those routes,
 and a Namespace whose labels changed re-translates the routes in it. Versions are the newest served:
 v1 for Gateway, HTTPRoute and GRPCRoute; TLSRoute v1, v1alpha3 or v1alpha2; TCPRoute and UDPRoute v1 or
-v1alpha2 (the watcher probes them in order, `Resource.older_versions`). Until the CRDs are served the
-kinds wait and say what to install (`SourceKind.crd`).
+v1alpha2 (the first of them the CRD serves, `Resource.older_versions`). Until the CRDs are served the
+kinds wait and say what to install (`SourceKind.crd`, sources.served).
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def _kind(route: RouteKind) -> SourceKind[GatewayOptions]:
         label=route.label,
         crd=CrdNotice(
             "Gateway API CRDs",
-            f"gateways.{GROUP},{route.resource}",
+            (f"gateways.{GROUP}", f"{route.resource.plural}.{GROUP}"),
             "the Gateway API's standard (or, for TLS/TCP/UDP routes, experimental) install; for tests "
             f"shardsync/manifests/{GATEWAY_CRDS_FILE}",
         ),

@@ -119,10 +119,10 @@ def pure(
 @dataclass(frozen=True, slots=True)
 class CrdNotice:
     """A kind whose resources come from CustomResourceDefinitions: its informers start once the API serves
-    them; until then the kind waits (the others run) and the log says what to install."""
+    them; until then the kind waits (the others run) and the log says what to install (sources.served)."""
 
     what: str  # "DNSEndpoint CRD", in the log line "<what> not installed; the <kind> source waits for it"
-    crd: str  # the CRD's name
+    crds: tuple[str, ...]  # the CRDs' names (`<plural>.<group>`): the resources read that wait for one
     manifest: str  # where its manifest is
 
 

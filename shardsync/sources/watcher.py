@@ -14,12 +14,13 @@ records that A and AAAA records ask for (`--create-ptr`, sources.ptr) are kept u
 
 Nothing of a kind is translated before every informer it reads has listed once, so the first translation
 sees full caches and each object is translated once however large the initial list. A kind whose resources
-are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, probing with backoff (each
-resource at its version, then at its `older_versions`: the first served one is what the informer reads) and
-saying once what to install, and holds up only itself; `synced` is set once every kind has listed and been
-translated, `complete` once every kind has or waits for a CRD not installed (so has no objects yet). The
-worker plans nothing before `complete` (external-dns plans nothing before its informers synced): a zone
-planned from half its sources would, under --policy=sync, delete the records of objects not yet listed.
+are not served yet (its CRD not installed: `SourceKind.crd`) waits for them, watching each CRD by name
+(sources.served: its version, else the first of its `older_versions` the CRD serves, is what the informer
+reads), saying once what to install (`waiting` gives the `/readyz` detail), and holds up only itself;
+`synced` is set once every kind has listed and been translated, `complete` once every kind has or waits
+for a CRD not installed (so has no objects yet): the replica is ready then. The worker plans nothing
+before `complete` (external-dns plans nothing before its informers synced): a zone planned from half its
+sources would, under --policy=sync, delete the records of objects not yet listed.
 
 A problem found in an object (an endpoint dropped, an annotation ignored) is logged and counted when it
 first appears (not again while it persists), and posted as a Warning Event. Writing to source objects
@@ -70,7 +71,7 @@ from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
 from shardsync.sources.result import NOT_YET, Problem
-from shardsync.sources.served import run_when_served
+from shardsync.sources.served import crd_name, run_when_served
 from shardsync.sources.shard_cache import ShardCaches
 from shardsync.sources.table import SOURCES
 
@@ -98,7 +99,7 @@ class WatchOptions:
     common: SourceOptions = field(default_factory=SourceOptions)  # the flags every kind shares
     watch_timeout: int = 60  # seconds one watch request lasts before it is renewed
     status_resync: float = 30.0  # how often DNSEndpoints with a lagging status are looked for
-    max_backoff: float = 30.0  # longest wait between probes for a CRD and between status write retries
+    max_backoff: float = 30.0  # longest wait between two retries of a failed status write
     writer_poll: float = 0.25  # how often write_status() is looked at, to catch up when it turns true
     # Sharded: how long the objects of evictable kinds wait for `SourceWatcher.shard_hint` before being
     # listed anyway (0: they do not wait); see `_stream`.
@@ -149,7 +150,8 @@ class SourceWatcher:
         self._write_status = write_status
         self.synced = anyio.Event()
         self.complete = anyio.Event()  # see the module docstring
-        self._missing: set[Resource] = set()  # resources found not served (their CRD not installed)
+        # Resources found not served (their CRD not installed) → what their kinds wait for (`waiting`).
+        self._missing: dict[Resource, str] = {}
         # Set once the desired index knows the zones this replica is about to run (DesiredIndex.expect).
         self.shard_hint = anyio.Event()
         self._sources: dict[str, _Source] = {}
@@ -242,8 +244,11 @@ class SourceWatcher:
         return {i.name: i for i in self._informers.values()}
 
     def unsynced(self) -> list[str]:
-        """Resources not listed yet, for a readiness message (empty once every informer has listed)."""
-        return [i.name for i in self._informers.values() if not i.synced.is_set()]
+        """Resources not listed yet, for a readiness message (empty once every informer has listed), but
+        those whose CRD is not installed (`waiting`)."""
+        return [
+            i.name for r, i in self._informers.items() if not i.synced.is_set() and r not in self._missing
+        ]
 
     # -- events (on the event loop, from the informers) ---------------------------------------------------
 
@@ -286,15 +291,7 @@ class SourceWatcher:
                 elif self.options.shard_hint_wait > 0 and owners and all(s.kind.evictable for s in owners):
                     tg.start_soon(self._stream, informer, owners, waiting)
                 elif waiting:
-                    tg.start_soon(
-                        run_when_served,
-                        self.kube,
-                        informer,
-                        waiting,
-                        self.options.max_backoff,
-                        SOURCE_ERRORS.inc,
-                        partial(self._not_served, resource),
-                    )
+                    tg.start_soon(self._when_served, informer, waiting)
                 else:
                     tg.start_soon(informer.run)
             for source in self._sources.values():
@@ -330,14 +327,7 @@ class SourceWatcher:
         if self._ptr is None and len(owners) == 1:  # PTR records need every object's addresses
             informer.admit = self._shard.admitter(owners[0].kind.name, self.options.common)
         if waiting:  # a CRD's objects: once it is served
-            await run_when_served(
-                self.kube,
-                informer,
-                waiting,
-                self.options.max_backoff,
-                SOURCE_ERRORS.inc,
-                partial(self._not_served, informer.resource),
-            )
+            await self._when_served(informer, waiting)
         else:
             await informer.run()
 
@@ -381,7 +371,7 @@ class SourceWatcher:
             for n, s in self._sources.items()
         }
         if not self.complete.is_set() and all(
-            done[n] or self._missing.intersection(s.kind.watches) for n, s in self._sources.items()
+            done[n] or self._missing.keys() & set(s.kind.watches) for n, s in self._sources.items()
         ):
             self.complete.set()
         if all(done.values()):
@@ -437,9 +427,19 @@ class SourceWatcher:
         self._shard.translated(kind.name, key)  # forgotten when its records all fall in zones not held
         return changed
 
-    def _not_served(self, resource: Resource) -> None:
-        self._missing.add(resource)
-        self._wake.notify()
+    async def _when_served(self, informer: Informer, kinds: list[SourceKind[Any]]) -> None:
+        resource, names = informer.resource, ",".join(kind.name for kind in kinds)
+
+        def missing() -> None:
+            self._missing[resource] = f"{crd_name(resource)} not installed: the {names} source waits for it"
+            self._wake.notify()
+
+        found = partial(self._missing.pop, resource, None)
+        await run_when_served(self.kube, informer, kinds, SOURCE_ERRORS.inc, missing, found)
+
+    def waiting(self) -> list[str]:
+        """What the kinds whose CRD is not installed wait for, one phrase each (`/readyz` detail)."""
+        return sorted(set(self._missing.values()))
 
     def request_status_sweep(self) -> None:
         """This replica has become the writer: post the Events of the problems found while it was not and

@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client import ApiException
 
 from shardsync.local.apiserver import ApiServer
-from tests.kubeclient import as_dict, present, raw_body
+from tests.kubeclient import Watch, as_dict, present, raw_body, version_of
 
 GROUP, VERSION, PLURAL = "externaldns.k8s.io", "v1alpha1", "dnsendpoints"
 
@@ -204,3 +204,30 @@ def test_unsupported_parts_answer_like_the_real_server(apiserver: ApiServer) -> 
     )
     assert _raw(f"{apiserver.url}/api/v1/nope") == 404
     assert _raw(f"{apiserver.url}/healthz") == 200
+
+
+def test_one_crd_is_listed_and_watched_by_name(apiserver: ApiServer) -> None:
+    """What a kind waiting for its CRD does (sources.served): list and watch customresourcedefinitions with
+    fieldSelector metadata.name=<crd>, which RBAC authorizes by resourceNames; the watch sees that CRD's
+    creation, Established, and no other CRD."""
+    ext = client.ApiextensionsV1Api(apiserver.api_client())
+    name = f"{PLURAL}.{GROUP}"
+    listed = ext.list_custom_resource_definition(field_selector=f"metadata.name={name}")
+    assert listed.items == []
+    other = dnsendpoint_crd()
+    other["metadata"]["name"] = "zones.example.com"
+    other["spec"].update(group="example.com", names={"plural": "zones", "kind": "Zone"})
+    watch = Watch()
+    events = watch.stream(
+        ext.list_custom_resource_definition,
+        field_selector=f"metadata.name={name}",
+        resource_version=version_of(listed),
+        timeout_seconds=5,
+    )
+    ext.create_custom_resource_definition(raw_body(client.V1CustomResourceDefinition, other))
+    ext.create_custom_resource_definition(raw_body(client.V1CustomResourceDefinition, dnsendpoint_crd()))
+    event = next(events)
+    watch.stop()
+    crd = event["raw_object"]
+    assert event["type"] == "ADDED" and crd["metadata"]["name"] == name
+    assert any(c["type"] == "Established" and c["status"] == "True" for c in crd["status"]["conditions"])

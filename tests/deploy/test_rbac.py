@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from shardsync.objects import CONFIGMAPS
+from shardsync.objects import CONFIGMAPS, CUSTOM_RESOURCE_DEFINITIONS
 from shardsync.sharding.assignment import configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
+from shardsync.sources.table import SOURCES
 from tests.deploy import api_calls
 from tests.deploy import manifests as m
 from tests.deploy.api_calls import Access
@@ -93,6 +94,24 @@ def test_the_assignment_is_listed_by_name(base: list[Obj]) -> None:
     )
     assert rule["resourceNames"] == [configmap_name("shardsync")]
     assert watch._informer.field_selector == f"metadata.name={configmap_name('shardsync')}"
+
+
+def test_crds_are_followed_by_name_and_granted_by_name(base: list[Obj]) -> None:
+    """A kind waiting for its CRD watches that CRD alone (sources.served): a list or watch limited by
+    resourceNames passes only with a metadata.name field selector naming the object (the API server takes
+    the name from it: k8s.io/apiserver's requestinfo.go), and the rule names exactly the CRDs the source
+    table waits for, nothing else of the cluster's CRDs."""
+    rule = next(
+        r
+        for r in m.find(base, "ClusterRole", "shardsync")["rules"]
+        if r["resources"] == ["customresourcedefinitions"]
+    )
+    waited = {crd for kind in SOURCES.values() if kind.crd is not None for crd in kind.crd.crds}
+    assert sorted(rule["resourceNames"]) == sorted(waited)
+    assert sorted(rule["verbs"]) == ["list", "watch"]
+    uses = [u for u in api_calls.uses() if u.resource == CUSTOM_RESOURCE_DEFINITIONS]
+    assert [(u.module.name, u.verb) for u in uses] == [("served.py", "informer")]
+    # (that the follower lists and watches by `metadata.name=<crd>`: tests/sources/test_watcher_dispatch.py)
 
 
 def test_informers_count_as_list_and_watch_and_one_shot_lists_do_not() -> None:

@@ -80,5 +80,5 @@ KIND = SourceKind(
     DnsRecordTranslator,
     related=(NODES,),
     flags=FLAGS,
-    crd=CrdNotice("DNSRecord CRD", "dnsrecords.example.test", "tests/sources/example_kind.py"),
+    crd=CrdNotice("DNSRecord CRD", ("dnsrecords.example.test",), "tests/sources/example_kind.py"),
 )

@@ -71,8 +71,11 @@ async def test_a_kind_of_one_module_and_one_table_line_runs_in_the_generic_watch
         await blocking(h.core.create_namespaced_service, "default", web)
         await h.settle({("www.ex.com", "A"): ("192.0.2.1",)})
         # Its CRD is not installed: the kind waits, the service kind runs.
-        assert h.watcher.unsynced() == ["dnsrecords"]
-        assert metric("shardsync_source_crd_missing") == 1
+        assert h.watcher.unsynced() == []  # every informer that can list has
+        assert h.watcher.waiting() == [
+            "dnsrecords.example.test not installed: the dnsrecord source waits for it"
+        ]
+        assert metric("shardsync_source_crd_missing", crd="dnsrecords.example.test") == 1
 
         await blocking(client.ApiextensionsV1Api(h.api).create_custom_resource_definition, dnsrecord_crd())
         await make_node(h, "n1", "203.0.113.1")
@@ -88,7 +91,7 @@ async def test_a_kind_of_one_module_and_one_table_line_runs_in_the_generic_watch
         )
         r1 = next(ep for ep in h.desired.desired(ZONE) if ep.dns_name == "r1.ex.com")
         assert r1.ttl == 30 and r1.labels[RESOURCE_LABEL] == "dnsrecord/default/r1"
-        assert metric("shardsync_source_crd_missing") == 0
+        assert metric("shardsync_source_crd_missing", crd="dnsrecords.example.test") == 0
 
         translated: list[str] = []
         real = example_kind.dnsrecord_endpoints

@@ -4,6 +4,7 @@ index, the caller's zones, the metrics and the Events. Deterministic: the test d
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from shardsync.sources import service as service_module
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, SourceResult
+from shardsync.sources.served import PROBE_CAP
 from shardsync.sources.service import SERVICES
 from shardsync.sources.watcher import INVALID_REASON, SourceWatcher, WatchOptions
 from tests.waits import eventually
@@ -86,7 +88,7 @@ def kind(name: str, resource: Resource, crd: CrdNotice | None = None) -> SourceK
     return SourceKind(name, resource, lambda c: Recorder(name, resource, c), related=(FEEDS,), crd=crd)
 
 
-NOTICE = CrdNotice("Gadget CRD", "gadgets.example.test", "nowhere.yaml")
+NOTICE = CrdNotice("Gadget CRD", ("gadgets.example.test",), "nowhere.yaml")
 TABLE = {"widget": kind("widget", WIDGETS), "gadget": kind("gadget", GADGETS)}
 WAITING = {**TABLE, "gadget": kind("gadget", GADGETS, NOTICE)}  # gadgets come from a CRD
 
@@ -227,20 +229,48 @@ async def test_a_kind_whose_resource_is_not_served_waits_alone_and_translates_on
     kube.put(GADGETS, thing("g", "g.ex.com"))
     options = WatchOptions(sources=("widget", "gadget"), max_backoff=0.05)
     async with running(kube, options, synced=False, table=WAITING) as run:
-        await eventually(lambda: kube.lists[GADGETS] >= 2)
-        assert run.watcher.unsynced() == ["gadgets"] and not run.watcher.synced.is_set()
-        assert metric("shardsync_source_crd_missing") == 1
+        await eventually(lambda: bool(run.watcher.waiting()))
+        # Its CRD is followed by name (a list, then a watch: RBAC grants them by resourceNames); the
+        # resource itself is not probed.
+        await eventually(lambda: len(kube.crd_selectors) == 2)
+        assert kube.crd_selectors == ["metadata.name=gadgets.example.test"] * 2
+        assert kube.lists[GADGETS] == 0
+        assert run.watcher.waiting() == ["gadgets.example.test not installed: the gadget source waits for it"]
+        assert run.watcher.unsynced() == [] and not run.watcher.synced.is_set()
+        assert metric("shardsync_source_crd_missing", crd="gadgets.example.test") == 1
         await eventually(lambda: bool(LOG.translated))
         assert run.translated() == [("widget", "default/w", True)]  # the other kind runs meanwhile
         # A kind with no CRD has no objects: the desired state is whole without it (the worker plans).
         with anyio.fail_after(5):
             await run.watcher.complete.wait()
         kube.emit(FEEDS, "ADDED", feed("f", "gadget:default/g"))  # marks a gadget: still not translated
-        kube.missing.clear()
+        kube.serve(GADGETS)
         with anyio.fail_after(5):
             await run.watcher.synced.wait()
         assert run.translated() == [("gadget", "default/g", True)]  # once, though marked twice
-        assert metric("shardsync_source_crd_missing") == 0
+        assert metric("shardsync_source_crd_missing", crd="gadgets.example.test") == 0
+
+
+async def test_without_read_access_to_the_crds_the_resource_is_probed_instead(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # An install whose ClusterRole lacks the customresourcedefinitions rule: one warning saying what to
+    # grant, then the resource itself is listed (a backoff capped at PROBE_CAP) until it is served.
+    kube = FakeKube()
+    kube.crds_denied = True
+    kube.missing.add(GADGETS)
+    kube.put(GADGETS, thing("g", "g.ex.com"))
+    async with running(kube, WatchOptions(sources=("gadget",)), synced=False, table=WAITING) as run:
+        await eventually(lambda: kube.lists[GADGETS] >= 2, within=5)
+        assert run.watcher.waiting() == ["gadgets.example.test not installed: the gadget source waits for it"]
+        kube.missing.clear()
+        probes = kube.lists[GADGETS]
+        with anyio.fail_after(PROBE_CAP + 2):
+            await run.watcher.synced.wait()
+        assert kube.lists[GADGETS] <= probes + 2  # the probe that found it, then the informer's list
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sum("cannot read CustomResourceDefinitions" in m for m in said) == 1, said
+    assert sum("Gadget CRD not installed" in m for m in said) == 1, said
 
 
 async def test_the_translation_is_complete_only_once_every_kind_has_listed_and_translated() -> None:

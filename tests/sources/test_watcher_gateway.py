@@ -151,20 +151,33 @@ async def test_gateway_outside_namespace_and_older_versions(apiserver: ApiServer
 async def test_routes_wait_for_the_gateway_api_crds(
     apiserver: ApiServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Asked for without the CRDs: one error line per resource not served, naming what to install; the
-    # service kind beside it runs.
-    before = metric("shardsync_source_crd_missing")
-    options = WatchOptions(sources=("service", "gateway-httproute"), max_backoff=0.2)
+    # Asked for without the CRDs: one warning per CRD not installed, naming it and what to install; the
+    # service kind beside it runs, and the Namespaces the routes read too.
+    caplog.set_level(logging.INFO, logger="shardsync.sources.served")
+    crds = [f"{plural}.gateway.networking.k8s.io" for plural in ("gateways", "httproutes")]
+
+    def missing() -> float:
+        return sum(metric("shardsync_source_crd_missing", crd=crd) for crd in crds)
+
+    before = missing()
+    options = WatchOptions(sources=("service", "gateway-httproute"))
     async with watching(apiserver, options, wait_synced=False) as h:
-        await eventually(lambda: metric("shardsync_source_crd_missing") == before + 2, within=5)
-        await eventually(lambda: "services" not in h.watcher.unsynced(), within=5)
-        assert {"gateways", "httproutes"} <= set(h.watcher.unsynced())
-        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        await eventually(lambda: missing() == before + 2, within=5)
+        await eventually(h.watcher.complete.is_set, within=5)
+        await eventually(lambda: h.watcher.unsynced() == [], within=5)  # the Namespaces too
+        assert h.watcher.waiting() == [
+            f"{crd} not installed: the gateway-httproute source waits for it" for crd in crds
+        ]
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         wanted = "Gateway API CRDs not installed; the gateway-httproute source waits for it, the others run"
-        assert [e for e in errors if wanted in e] and len(errors) == 2, errors
+        assert [e for e in said if wanted in e] and len(said) == 2, said
+        named = [str(getattr(r, "kv", {}).get("crd")) for r in caplog.records if r.levelno >= logging.WARNING]
+        assert sorted(named) == crds
         await install_crds(h)
-        await eventually(h.watcher.synced.is_set, within=10)
-        assert metric("shardsync_source_crd_missing") == before
+        await eventually(h.watcher.synced.is_set, within=2)
+        assert missing() == before and h.watcher.waiting() == []
+        said = [r.getMessage() for r in caplog.records if "Gateway API" in r.getMessage()]
+        assert len(said) == 4, said  # and one line each as it was found
 
 
 async def test_without_a_gateway_source_nothing_is_said_of_the_crds(
