@@ -60,6 +60,7 @@ log = get_logger(__name__)
 DEFAULT_INTERVAL = 60.0  # --interval
 DEFAULT_CONCURRENCY = 8  # --concurrency
 REBUILD_WAIT = 0.05  # seconds before a zone whose desired endpoints are being rebuilt is looked at again
+NOT_WRITING_RETRY = 1.0  # self-fenced: a local check, no growing backoff, so writes resume with the lease
 
 # external-dns's metric names where they mean the same thing, so existing dashboards keep working.
 LAST_SYNC = Gauge(
@@ -321,7 +322,7 @@ class Worker:
             RECONCILES.labels(kind).inc()
             status.last_error = f"{kind}: {exc}"
             backoff = self._backoff.setdefault(zone, Backoff(initial=0.5, maximum=self.options.max_backoff))
-            delay = backoff.next()
+            delay = NOT_WRITING_RETRY if isinstance(exc, _NotWriting) else backoff.next()
             if isinstance(exc, ThrottledError) and exc.retry_after is not None:  # never sooner than asked
                 delay = max(delay, min(exc.retry_after, self.options.max_backoff))
             self.digest.warning(

@@ -18,7 +18,7 @@ from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
 from shardsync.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
+from shardsync.worker import NOT_WRITING_RETRY, Worker, WorkerOptions
 from tests.waits import eventually
 
 pytestmark = pytest.mark.anyio
@@ -399,3 +399,21 @@ async def test_an_unchanged_zone_is_not_planned_again_but_a_changed_read_is() ->
         worker.mark_dirty([ZONE])
         await eventually(lambda: names(store).get(("www.ex.com", "A")) == ("192.0.2.1",))
         assert ours() == writes + 1
+
+
+async def test_a_self_fenced_zone_is_retried_at_a_fixed_short_delay_not_a_growing_backoff() -> None:
+    # An API outage self-fences the replica for as long as it lasts; the zones must write again as soon as
+    # the lease is renewed, not after a backoff that grew through the outage (30 s and more).
+    store = FakeStore()
+    store.add_zone(ZONE)
+    desired = DesiredIndex([ZONE])
+    desired.set_object("service/default/web", [svc("web", "www.ex.com", "192.0.2.1")])
+    writing = False
+    worker = make(store, desired)
+    worker.may_write = lambda: writing
+    worker.own(ZONE)
+    delays = [await worker._reconcile_guarded(ZONE) for _ in range(8)]
+    assert delays == [NOT_WRITING_RETRY] * 8
+    writing = True
+    assert await worker._reconcile_guarded(ZONE) is None
+    assert ("www.ex.com", "A") in names(store)
