@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(path: Path, draw: bool) -> int:
-    """The table and plots of an earlier run's JSON (plots beside it, named after it)."""
+    """The table and plots of an earlier run's JSON. The plots go beside it as `<name>-report-<plot>.png`,
+    never over the run's own `<name>-<plot>.png` (committed beside bench/results/example's JSON)."""
     try:
         doc = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -128,7 +129,7 @@ def _report(path: Path, draw: bool) -> int:
         return 2
     print(report.render(doc))
     if draw:
-        for png in plots.draw(doc, path.parent, path.stem, latest=False):
+        for png in plots.draw(doc, path.parent, f"{path.stem}-report", latest=False):
             print(f"plot:    {png}")
     return 0
 

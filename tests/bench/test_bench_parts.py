@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from bench import observe, procstat, report
+from bench import observe, plots, procstat, report
+from bench.__main__ import main as bench_main
 from bench.audit import overlapping_writes
 from bench.scenarios import memory_at_scale
 from bench.scenarios.common import percentile
@@ -304,3 +307,27 @@ def test_memory_at_scale_reports_the_median_run_with_the_largest_peak_and_every_
     assert result["runs"]["4"]["sync_cpu_above_baseline_vs_one"] == 1.122
     table = report._memory_at_scale(result)
     assert "14.6 (13.2-15.8)" in table and "1.46" in table and "1.12" in table
+
+
+def test_report_draws_beside_the_input_without_overwriting_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `--report` on bench/results/example must not redraw the committed plots of that run.
+    run = tmp_path / "20261202T130239Z.json"
+    run.write_bytes(orjson.dumps({"safety": {"total_overlapping_writes": 0}}))
+    committed = tmp_path / "20261202T130239Z-scaling.png"
+    committed.write_bytes(b"committed")
+    drawn: list[tuple[Path, str, bool]] = []
+
+    def draw(doc: dict[str, Any], out_dir: Path, stamp: str, latest: bool = True) -> list[Path]:
+        drawn.append((out_dir, stamp, latest))
+        path = out_dir / f"{stamp}-scaling.png"
+        path.write_bytes(b"drawn")
+        return [path]
+
+    monkeypatch.setattr(plots, "available", lambda: True)
+    monkeypatch.setattr(plots, "draw", draw)
+    assert bench_main(["--report", str(run)]) == 0
+    assert drawn == [(tmp_path, "20261202T130239Z-report", False)]
+    assert committed.read_bytes() == b"committed"
+    assert (tmp_path / "20261202T130239Z-report-scaling.png").read_bytes() == b"drawn"
