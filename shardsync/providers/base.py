@@ -104,6 +104,12 @@ class UnreachableError(ProviderError):
     """The provider could not be reached (connection refused, timeout)."""
 
 
+class PartlyAppliedError(ProviderError):
+    """A change that took several requests stopped after some of them applied (throttled or unreachable
+    in between: cloudflare's batches, azure's record sets): not retried as it stands, the worker plans the
+    zone again from a fresh read."""
+
+
 # Awaited by a provider before each further API request one of its calls makes (a listing's next page, a
 # change split into several batches), with the kind of call: the provider budget paces and counts each
 # request that way, not only each call (shardsync.providers.budget).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
-from shardsync.providers import aws, cloudflare, fake, google, pdns, rfc2136, webhook
+from shardsync.providers import aws, azure, cloudflare, fake, google, pdns, rfc2136, webhook
 from shardsync.providers.base import Provider
 
 OptionsT = TypeVar("OptionsT")
@@ -31,6 +31,7 @@ PROVIDERS: dict[str, ProviderKind[Any]] = {
     kind.name: kind
     for kind in (
         ProviderKind("aws", aws.FLAGS, aws.build),
+        ProviderKind("azure", azure.FLAGS, azure.build),
         ProviderKind("cloudflare", cloudflare.FLAGS, cloudflare.build),
         ProviderKind("fake", fake.FLAGS, fake.build),
         ProviderKind("google", google.FLAGS, google.build),

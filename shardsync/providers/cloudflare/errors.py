@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from shardsync.providers.base import PartlyAppliedError as PartlyAppliedError  # its home is base.py
 from shardsync.providers.base import ProviderError, ThrottledError
 
 
@@ -14,8 +15,3 @@ class CloudflareThrottledError(ThrottledError):
 class BatchFailedError(ProviderError):
     """Cloudflare refused a `dns_records/batch` request (a 4xx other than 429); nothing of it was applied.
     The message is Cloudflare's, with its error codes."""
-
-
-class PartlyAppliedError(ProviderError):
-    """A change that took several batches stopped after some of them applied (throttled or unreachable
-    between two batches): not retried as it stands, the worker plans the zone again from a fresh read."""
