@@ -184,12 +184,11 @@ class AzureFake:
 
     # ---- tokens ----
 
-    def _issue(self, client: str) -> web.Response:
+    def _issue(self, client: str, **extra: Any) -> web.Response:
         token = f"token-{next(self._ids)}-{uuid.uuid4().hex}"
         self._tokens[token] = client
-        return web.json_response(
-            {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600, "access_token": token}
-        )
+        body = {"token_type": "Bearer", "expires_in": 3600, "ext_expires_in": 3600, "access_token": token}
+        return web.json_response({**body, **extra})
 
     async def _token(self, form: Any) -> web.Response:
         client = str(form.get("client_id") or "")
@@ -205,11 +204,12 @@ class AzureFake:
         return web.json_response(body, status=401)
 
     def _managed_token(self, request: web.Request) -> web.Response:
+        """The instance metadata service's answer (its own form: the resource and expires_on)."""
         if request.headers.get("Metadata", "").lower() != "true":
             return web.json_response({"error": "invalid_request"}, status=400)
-        wanted = request.query.get("client_id") or request.query.get("msi_res_id") or ""
-        answer = self._issue(wanted or self.managed)
-        return answer
+        client = request.query.get("client_id") or self.managed
+        expires = str(int(time.time()) + 3600)
+        return self._issue(client, resource=request.query.get("resource", ""), expires_on=expires)
 
     def _discovery(self, request: web.Request, tenant: str) -> web.Response:
         base = f"{self.url}/{tenant}"

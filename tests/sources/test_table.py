@@ -100,6 +100,7 @@ def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> Non
     assert [g.name for g in groups[: -len(flag_groups())]] == [
         "core",
         "aws",
+        "azure",
         "cloudflare",
         "fake",
         "google",

@@ -49,6 +49,7 @@ CALLS = Counter(
     ["operation", "result"],
 )
 T = TypeVar("T")
+AUTH_HINT = " (check --azure-config-file's credential and its role: DNS Zone Contributor on the zones)"
 RecordSet = dict[str, Any]  # the API's JSON form of a record set
 
 
@@ -167,19 +168,17 @@ class AzureApi:
         what = f"Azure {operation}"
         try:
             answer = await fn()
+        except ClientAuthenticationError as exc:  # no token to be had, or the token refused (401)
+            CALLS.labels(operation, "error").inc()
+            raise ProviderError(f"{what}: credential: {exc.message}{AUTH_HINT}".replace("\n", " ")) from None
         except HttpResponseError as exc:
             raise _mapped(what, operation, exc) from None
-        except ServiceRequestError as exc:  # sent nothing: no connection, or the token could not be had
+        except ServiceRequestError as exc:  # sent nothing: no connection
             CALLS.labels(operation, "error").inc()
-            if isinstance(exc.inner_exception, ClientAuthenticationError):
-                raise ProviderError(f"{what}: credential: {exc.message}") from None
             raise UnreachableError(f"{what}: {exc.message}") from None
         except ServiceResponseError as exc:
             CALLS.labels(operation, "error").inc()
             raise UnreachableError(f"{what}: no answer within {self.timeout:g}s: {exc.message}") from None
-        except ClientAuthenticationError as exc:  # the credential could not get a token
-            CALLS.labels(operation, "error").inc()
-            raise ProviderError(f"{what}: credential: {exc.message}") from None
         except AzureError as exc:
             CALLS.labels(operation, "error").inc()
             raise ProviderError(f"{what}: {type(exc).__name__}: {exc.message}") from None
@@ -207,10 +206,8 @@ def _mapped(what: str, operation: str, exc: HttpResponseError) -> ProviderError:
     CALLS.labels(operation, "error").inc()
     if status == 412:
         return PreconditionFailedError(text)
-    if status in (401, 403):
-        return ProviderError(
-            text + " (check the credential and its role: DNS Zone Contributor on the zones' resource group)"
-        )
+    if status == 403:
+        return ProviderError(text + AUTH_HINT)
     if status in (400, 409) and operation in ("RecordSetPut", "RecordSetDelete"):
         return WriteRefusedError(text)
     return ProviderError(text)
