@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -230,7 +231,11 @@ def test_each_credential_kind_gets_a_token_from_its_endpoint(
         token.write_text("federated-jwt")
         monkeypatch.setenv("AZURE_CLIENT_ID", "wi-client")
         monkeypatch.setenv("AZURE_FEDERATED_TOKEN_FILE", str(token))
-        fields = {"aadClientId": "", "aadClientSecret": "", "useWorkloadIdentityExtension": True}
+        fields: dict[str, Any] = {
+            "aadClientId": "",
+            "aadClientSecret": "",
+            "useWorkloadIdentityExtension": True,
+        }
         workload = AzureOptions(config_file=str(config_file(tmp_path, fake, **fields)))
         assert zones_with(cert, workload, fake) == [ZONE]
         # AAD pod identity's variable points the managed identity credential at the metadata endpoint
