@@ -20,8 +20,15 @@ update counts once, as one put), listing pages of at most 5,000 records, and 1,2
 minutes per user, after which every request is refused for five minutes (a `RequestWindow`; the store
 counts these blocks).
 
+`--profile azure` (`AZURE`) enforces Azure Resource Manager's documented limits for one principal of a
+subscription ("Throttling Resource Manager requests"): the read bucket (250 requests, refilled at 25/s)
+for every request, the write bucket (200, refilled at 10/s) and Microsoft.Network's 1,000 writes per five
+minutes (past it a write is refused until the oldest leaves the window: no block) for the writes; Azure
+writes one record set per request, so an apply costs one write per record set it changes plus the fence
+bump of each batch of them (providers/azure/writes.py), and a listing is pages of 100 record sets.
+
 The default profile (`NONE`) enforces none of it: the store behaves as before. `PROFILES` holds one entry
-per API (google and azure add theirs there).
+per API (google adds its own there).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from typing import Any
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.kube_limits import Throttled, TokenBucket
+from shardsync.providers.azure.writes import BATCH_WRITES as AZURE_BATCH_WRITES
 from shardsync.providers.base import BatchRejectedError
 from shardsync.providers.fake.limits import FakeThrottledError
 
@@ -52,6 +60,14 @@ CLOUDFLARE_PAGE_SIZE = 5000
 CLOUDFLARE_WINDOW_REQUESTS = 1200
 CLOUDFLARE_WINDOW_SECONDS = 300.0
 CLOUDFLARE_BLOCK_SECONDS = 300.0
+# Azure Resource Manager's documented numbers (per subscription and principal; Microsoft.Network's writes).
+AZURE_READ_RATE = 25.0
+AZURE_READ_BURST = 250
+AZURE_WRITE_RATE = 10.0
+AZURE_WRITE_BURST = 200
+AZURE_NETWORK_WRITES = 1000
+AZURE_NETWORK_SECONDS = 300.0
+AZURE_PAGE_SIZE = 100
 
 
 class BatchTooLargeError(BatchRejectedError):
@@ -85,6 +101,13 @@ class Profile:
     window_requests: int | None = None
     window_seconds: float = 0.0
     block_seconds: float = 0.0
+    # writes (calls that change a zone) also take write tokens: a bucket of their own and a window of
+    # write_window per window_seconds, refused until the oldest leaves (Azure); with record_writes an apply
+    # takes one per record set it changes plus the fence bump of each batch of them
+    write_rate: float | None = None
+    write_burst: int | None = None
+    write_window: int | None = None
+    record_writes: bool = False
 
     def __post_init__(self) -> None:
         if self.account_rate is not None and self.account_rate <= 0:
@@ -95,8 +118,11 @@ class Profile:
             raise ValueError("page_size must be >= 1")
         if self.processing < 0:
             raise ValueError("processing must be >= 0")
-        if self.window_requests is not None and (self.window_requests < 1 or self.window_seconds <= 0):
-            raise ValueError("window_requests must be >= 1 in a window_seconds > 0")
+        for count in (self.window_requests, self.write_window):
+            if count is not None and (count < 1 or self.window_seconds <= 0):
+                raise ValueError("a request window needs >= 1 request in a window_seconds > 0")
+        if self.write_rate is not None and (self.write_rate <= 0 or (self.write_burst or 1) < 1):
+            raise ValueError("write_rate must be > 0 and write_burst >= 1")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -111,6 +137,10 @@ class Profile:
             "windowRequests": self.window_requests,
             "windowSeconds": self.window_seconds,
             "blockSeconds": self.block_seconds,
+            "writeRate": self.write_rate,
+            "writeBurst": self.write_burst,
+            "writeWindow": self.write_window,
+            "recordWrites": self.record_writes,
         }
 
     def with_account(self, rate: float | None = None, burst: int | None = None) -> Profile:
@@ -141,8 +171,19 @@ CLOUDFLARE = Profile(
     window_seconds=CLOUDFLARE_WINDOW_SECONDS,
     block_seconds=CLOUDFLARE_BLOCK_SECONDS,
 )
+AZURE = Profile(
+    name="azure",
+    page_size=AZURE_PAGE_SIZE,
+    account_rate=AZURE_READ_RATE,
+    account_burst=AZURE_READ_BURST,
+    window_seconds=AZURE_NETWORK_SECONDS,
+    write_rate=AZURE_WRITE_RATE,
+    write_burst=AZURE_WRITE_BURST,
+    write_window=AZURE_NETWORK_WRITES,
+    record_writes=True,
+)
 # One entry per API the fake provider can play (`--profile`).
-PROFILES = {p.name: p for p in (NONE, ROUTE53, CLOUDFLARE)}
+PROFILES = {p.name: p for p in (NONE, ROUTE53, CLOUDFLARE, AZURE)}
 
 
 def batch_size(changes: Changes, update_weight: int = 2) -> tuple[int, int]:
@@ -160,9 +201,10 @@ def batch_size(changes: Changes, update_weight: int = 2) -> tuple[int, int]:
 
 
 class RequestWindow:
-    """At most `limit` requests in any `seconds`; the request past it starts a block of `block` seconds
-    in which every request is refused (Cloudflare's 1,200 per five minutes). Not thread-safe: the
-    Enforcer's lock guards it."""
+    """At most `limit` requests in any `seconds`. With a `block`, the request past it starts a block of
+    `block` seconds in which every request is refused (Cloudflare's 1,200 per five minutes); without one,
+    a request is refused until enough of the oldest have left the window (Azure's Microsoft.Network
+    writes). Not thread-safe: the Enforcer's lock guards it."""
 
     def __init__(self, limit: int, seconds: float, block: float, clock: Callable[[], float]) -> None:
         self.limit, self.seconds, self.block = limit, seconds, block
@@ -171,14 +213,21 @@ class RequestWindow:
         self._blocked_until = -math.inf
         self.blocks = 0
 
-    def admit(self) -> None:
+    def admit(self, cost: int = 1) -> None:
+        """Count `cost` requests, or refuse them all (AccountThrottledError)."""
         now = self._clock()
         if now >= self._blocked_until:
             while self._seen and self._seen[0] <= now - self.seconds:
                 self._seen.popleft()
-            if len(self._seen) < self.limit:
-                self._seen.append(now)
+            if len(self._seen) + cost <= self.limit:
+                self._seen.extend([now] * cost)
                 return
+            if self.block <= 0:
+                oldest = self._seen[min(len(self._seen), cost) - 1] if self._seen else now
+                raise AccountThrottledError(
+                    f"429: more than {self.limit} writes in {self.seconds:g}s",
+                    retry_after=max(1, math.ceil(oldest + self.seconds - now)),
+                )
             self._blocked_until = now + self.block
             self.blocks += 1
         raise AccountThrottledError(
@@ -197,6 +246,8 @@ class Enforcer:
         self._profile = NONE
         self._bucket: TokenBucket | None = None
         self._window: RequestWindow | None = None
+        self._write_bucket: TokenBucket | None = None
+        self._write_window: RequestWindow | None = None
         self.set(profile)
 
     @property
@@ -214,8 +265,15 @@ class Enforcer:
             window = RequestWindow(
                 profile.window_requests, profile.window_seconds, profile.block_seconds, self._clock
             )
+        write_bucket = write_window = None
+        if profile.write_rate is not None:
+            burst = profile.write_burst or max(1, int(profile.write_rate))
+            write_bucket = TokenBucket(profile.write_rate, burst, clock=self._clock, what="writes")
+        if profile.write_window is not None:
+            write_window = RequestWindow(profile.write_window, profile.window_seconds, 0.0, self._clock)
         with self._lock:
             self._profile, self._bucket, self._window = profile, bucket, window
+            self._write_bucket, self._write_window = write_bucket, write_window
 
     @property
     def blocks(self) -> int:
@@ -223,22 +281,31 @@ class Enforcer:
         window = self._window
         return 0 if window is None else window.blocks
 
-    def admit(self) -> None:
-        """Take one request from the account bucket and the request window, or AccountThrottledError."""
+    def admit(self, writes: int = 0) -> None:
+        """Take one request from the account bucket and the request window, and `writes` write tokens (a
+        call that changes a zone: `writes_of`), or AccountThrottledError."""
         window = self._window
         if window is not None:
             with self._lock:
                 window.admit()
         bucket = self._bucket
-        if bucket is None:
-            return
-        try:
-            bucket.reserve(max_wait=0.0)
-        except Throttled:
-            raise AccountThrottledError(
-                f"Throttling: rate exceeded (account limit {bucket.qps:g} requests/s, burst {bucket.burst})",
-                retry_after=1.0 / bucket.qps,
-            ) from None
+        if bucket is not None:
+            _take(bucket, 1, "account limit")
+        write_bucket = self._write_bucket
+        if writes and write_bucket is not None:
+            _take(write_bucket, writes, "write limit")
+        write_window = self._write_window
+        if writes and write_window is not None:
+            with self._lock:
+                write_window.admit(writes)
+
+    def writes_of(self, changes: Changes) -> int:
+        """The write tokens an apply of `changes` takes: one, or under `record_writes` one per record set
+        it changes plus the fence bump of each batch of them."""
+        if not self._profile.record_writes:
+            return 1
+        sets = len(changes.create) + len(changes.delete) + len(changes.update_new)
+        return sets + max(1, math.ceil(sets / AZURE_BATCH_WRITES))
 
     def check_batch(self, changes: Changes) -> None:
         """BatchTooLargeError when the batch is over the profile's limits."""
@@ -291,6 +358,20 @@ class Enforcer:
             return records[start:], None
         end = start + min(sizes)
         return records[start:end], (end if end < len(records) else None)
+
+
+def _take(bucket: TokenBucket, tokens: int, what: str) -> None:
+    """Take `tokens` from `bucket`: the first must be there (else AccountThrottledError); the rest are
+    owed (the later requests of the same call)."""
+    try:
+        bucket.reserve(max_wait=0.0)
+    except Throttled:
+        raise AccountThrottledError(
+            f"Throttling: rate exceeded ({what} {bucket.qps:g} requests/s, burst {bucket.burst})",
+            retry_after=1.0 / bucket.qps,
+        ) from None
+    for _ in range(tokens - 1):
+        bucket.reserve()
 
 
 def profile_from_json(data: Mapping[str, Any]) -> Profile:

@@ -256,7 +256,8 @@ class FakeStore:
         InjectedError or ThrottledError; every attempt past the gate is audited.
         """
         zone = normalize_name(zone)
-        self._gated(writer, partial(self._apply, zone, changes, fence, writer, generation), change=zone)
+        op = partial(self._apply, zone, changes, fence, writer, generation)
+        self._gated(writer, op, change=zone, writes=self._enforcer.writes_of(changes))
 
     async def apply_async(
         self,
@@ -269,7 +270,7 @@ class FakeStore:
     ) -> None:
         zone = normalize_name(zone)
         op = partial(self._apply, zone, changes, fence, writer, generation)
-        await self._gated_async(writer, op, change=zone)
+        await self._gated_async(writer, op, change=zone, writes=self._enforcer.writes_of(changes))
 
     def apply_by_name(self, changes: Changes, *, writer: str) -> None:
         """Apply changes spanning any zones, placing each RRset in its most specific zone (the webhook face).
@@ -284,18 +285,21 @@ class FakeStore:
     def acquire_fence(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
         """Make `token` the zone's fence: a compare-and-set (see the module docstring)."""
         zone, writer = normalize_name(zone), writer or token.identity
-        self._gated(writer, partial(self._set_fence, zone, token, writer), change=zone)
+        self._gated(writer, partial(self._set_fence, zone, token, writer), change=zone, writes=1)
 
     async def acquire_fence_async(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
         zone, writer = normalize_name(zone), writer or token.identity
-        await self._gated_async(writer, partial(self._set_fence, zone, token, writer), change=zone)
+        op = partial(self._set_fence, zone, token, writer)
+        await self._gated_async(writer, op, change=zone, writes=1)
 
     # ---- the gate around every provider call ----
 
-    def _gated(self, client: str, op: Callable[[Started], T], change: str | None = None) -> T:
+    def _gated(
+        self, client: str, op: Callable[[Started], T], change: str | None = None, writes: int = 0
+    ) -> T:
         """Run `op` under the data lock once the profile and the gate admitted `client`'s call (blocking);
-        `change`: the zone the call changes (PriorRequestNotComplete)."""
-        self._enforcer.admit()
+        `change`: the zone the call changes (PriorRequestNotComplete); `writes`: the write tokens it takes."""
+        self._enforcer.admit(writes)
         if change is not None:
             self._enforcer.begin_change(change)
         try:
@@ -305,9 +309,11 @@ class FakeStore:
             if change is not None:
                 self._enforcer.end_change(change)
 
-    async def _gated_async(self, client: str, op: Callable[[Started], T], change: str | None = None) -> T:
+    async def _gated_async(
+        self, client: str, op: Callable[[Started], T], change: str | None = None, writes: int = 0
+    ) -> T:
         """`_gated` on an event loop: waiting for a slot and the latency take no thread."""
-        self._enforcer.admit()
+        self._enforcer.admit(writes)
         if change is not None:
             self._enforcer.begin_change(change)
         try:
