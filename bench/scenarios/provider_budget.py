@@ -2,9 +2,11 @@
 route53`: an account bucket of `budget_rate` calls/s and `budget_burst`, pages of 300, `budget_latency` per
 call), with the replicas sharing that limit (`--provider-rate-limit`, `--provider-burst`) and caching each
 zone's records (`--provider-cache-time`). Then the same on a cluster of its own for each other profile of
-`PROFILE_RUNS` (cloudflare: 1,200 requests per five minutes, then five minutes of 429) at
+`PROFILE_RUNS` (cloudflare: 1,200 requests per five minutes, then five minutes of 429; azure: ARM's
+buckets and Microsoft.Network's 1,000 writes per five minutes, a write per record set) at
 `budget_profile_replicas` (1 and 4), under `profiles.<profile>`; the fake provider counts the five-minute
-blocks (`five_minute_blocks`).
+blocks (`five_minute_blocks`). A run may cap the zones and records where the account could not write the
+profile's in the time (azure).
 
 One cluster syncs every zone with one replica, then scales to 2 and 4; at each size, once the moved zones
 are acquired and the calls have gone quiet (the steady state), Service changes go out at `budget_event_rate`
@@ -118,21 +120,34 @@ def _wait_moved(cluster: Cluster, moved: dict[str, str], after: float, within: f
 
 @dataclass(frozen=True, slots=True)
 class AccountRun:
-    """A profile of the fake provider that the scenario runs beside route53's, and the budget its replicas
-    are given under it (`--provider-rate-limit`, `--provider-burst`)."""
+    """A profile of the fake provider that the scenario runs beside route53's, the budget its replicas
+    are given under it (`--provider-rate-limit`, `--provider-burst`), and at most how many zones and
+    records per zone it syncs (None: the bench profile's)."""
 
     rate: float
     burst: int
     why: str
+    most_zones: int | None = None
+    most_records: int | None = None
 
 
-# One entry per profile of the fake provider (`--profile`); google and azure add theirs.
+# One entry per profile of the fake provider (`--profile`); google adds its own.
 PROFILE_RUNS: dict[str, AccountRun] = {
     "cloudflare": AccountRun(
         rate=3.8,
         burst=4,
         why="1,200 requests per 5 minutes is 4/s; at 3.8/s the buckets of N replicas let through at most "
         "4 + N + 300 x 3.8 = 1,148 + N in any five minutes",
+    ),
+    "azure": AccountRun(
+        rate=3.0,
+        burst=10,
+        why="Microsoft.Network takes 1,000 writes per 5 minutes (3.3/s), ARM's write bucket 200 + 10/s; the "
+        "fake provider's apply is one call where Azure writes each record set and a fence bump per batch "
+        "(a one-record change: 2 writes), so the run is sized for the window: the first sync of 40 zones "
+        "x 5 records is about 40 x 12 = 480 writes, each size's 60 changes 120 more",
+        most_zones=40,
+        most_records=5,
     ),
 }
 
@@ -162,8 +177,16 @@ def _run_profile(ctx: Context, name: str, account: AccountRun, sizes: tuple[int,
     """One cluster under the fake provider's profile `name`, scaled through `sizes` (module docstring)."""
     p = ctx.profile
     route53 = name == "route53"
-    zones = p.budget_zones if route53 else p.budget_profile_zones
-    records = p.budget_records if route53 else p.budget_profile_records
+    zones = (
+        p.budget_zones
+        if route53
+        else min(p.budget_profile_zones, account.most_zones or p.budget_profile_zones)
+    )
+    records = (
+        p.budget_records
+        if route53
+        else min(p.budget_profile_records, account.most_records or p.budget_profile_records)
+    )
     ctx.progress.step(
         f"{name}: {zones} zones x {records} records, replicas limited to {account.rate:g} calls/s (burst "
         f"{account.burst}), {p.budget_latency * 1000:.0f} ms per call; replicas {sizes}"

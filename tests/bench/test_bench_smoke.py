@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from bench import plots, report
+from bench.scenarios.provider_budget import PROFILE_RUNS
 
 pytestmark = pytest.mark.multiprocess
 
@@ -73,11 +74,12 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
             assert budget["runs"][n][field] is not None, (n, field)
         assert budget["runs"][n]["observed"] == budget["runs"][n]["changes"], n
     assert budget["model_external_dns"]["model"] is True
-    cloudflare = budget["profiles"]["cloudflare"]
-    for n in ("1", "2"):
-        for field in ("p99_seconds", "calls_per_change", "throttled"):
-            assert cloudflare["runs"][n][field] is not None, (n, field)
-    assert cloudflare["five_minute_blocks"] == 0
+    for name in PROFILE_RUNS:  # cloudflare's, azure's
+        account = budget["profiles"][name]
+        for n in ("1", "2"):
+            for field in ("p99_seconds", "calls_per_change", "throttled"):
+                assert account["runs"][n][field] is not None, (name, n, field)
+        assert account["five_minute_blocks"] == 0, name
     status = latest["status_startup"]
     assert status["dns_endpoints"] == 30 and status["seconds_to_all_observed"] > 0
     assert latest["planner"]["plan_seconds"] > 0
