@@ -30,7 +30,6 @@ status); `requests` counts every ARM request by client and method.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import threading
@@ -46,6 +45,7 @@ from urllib.parse import parse_qs
 from aiohttp import web
 
 from tests.cloudfakes.azure_rules import ApiFailure, ArmLimits, bad, check_record_set
+from tests.cloudfakes.serve import STOP_TIMEOUT, ServedApp
 from tests.cloudfakes.tls import LoopbackCert
 
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000aa"
@@ -343,20 +343,26 @@ class AzureFake:
 
     @contextmanager
     def serve(self, cert: LoopbackCert) -> Iterator[AzureFake]:
-        """Run the app over HTTPS on a free loopback port in a thread of its own; `url` is its base URL (the
-        SDK's endpoint and the identity authority)."""
-        loop = asyncio.new_event_loop()
-        runner = web.AppRunner(self.app(), access_log=None)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=cert.server_context())
-        loop.run_until_complete(site.start())
-        self.url = f"https://127.0.0.1:{runner.addresses[0][1]}"
-        thread = threading.Thread(target=loop.run_forever, name="azure-fake", daemon=True)
-        thread.start()
-        try:
+        """Run the app over HTTPS on a free loopback port in a thread of its own (serve.py); `url` is its
+        base URL (the SDK's endpoint and the identity authority)."""
+        with _ServedTls(self.app(), cert) as served:
+            self.url = served.url
             yield self
-        finally:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=10)
-            loop.close()
+
+
+class _ServedTls(ServedApp):
+    """serve.py's ServedApp over TLS, with the fake's certificate."""
+
+    def __init__(self, app: web.Application, cert: LoopbackCert) -> None:
+        super().__init__(app)
+        self._context = cert.server_context()
+
+    @property
+    def url(self) -> str:
+        return "https" + super().url.removeprefix("http")
+
+    async def _serve(self) -> int:
+        self._runner = runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=STOP_TIMEOUT)
+        await runner.setup()
+        await web.TCPSite(runner, self.host, 0, ssl_context=self._context).start()
+        return int(runner.addresses[0][1])

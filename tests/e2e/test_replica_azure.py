@@ -22,9 +22,9 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken
 from tests.cloudfakes.azure import AzureFake
 from tests.cloudfakes.tls import LoopbackCert, loopback_cert
-from tests.kubeclient import raw_body
+from tests.e2e.services import load_balancer
 from tests.processes import Processes, free_port, wait_ready
-from tests.providers.azure_helpers import CLIENTS, GROUP, config_file
+from tests.providers.azure.helpers import CLIENTS, GROUP, config_file
 from tests.waits import eventually_sync
 
 pytestmark = pytest.mark.multiprocess
@@ -50,19 +50,6 @@ def fake(cert: LoopbackCert) -> Iterator[AzureFake]:
         yield server
 
 
-def service(core: k8s.CoreV1Api, name: str, host: str, ip: str) -> None:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "annotations": {"external-dns.alpha.kubernetes.io/hostname": host}},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    }
-    core.create_namespaced_service("default", raw_body(k8s.V1Service, body))
-    core.patch_namespaced_service_status(
-        name, "default", {"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}
-    )
-
-
 def test_a_replica_keeps_azure_dns_in_step_with_services(
     apiserver: ApiServer, fake: AzureFake, cert: LoopbackCert, procs: Processes, tmp_path: Path
 ) -> None:
@@ -75,8 +62,8 @@ def test_a_replica_keeps_azure_dns_in_step_with_services(
     adopted_before = fake.record_sets(ADOPT)
 
     core = k8s.CoreV1Api(apiserver.api_client())
-    service(core, "web", f"web.{ZONE}", "192.0.2.10")
-    service(core, "kept", f"kept.{ADOPT}", "192.0.2.50")
+    load_balancer(core, "web", f"web.{ZONE}", "192.0.2.10")
+    load_balancer(core, "kept", f"kept.{ADOPT}", "192.0.2.50")
     port = free_port()
     args = [
         "run",

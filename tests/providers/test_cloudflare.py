@@ -25,10 +25,9 @@ from shardsync.providers.cloudflare.api import CloudflareApi
 from shardsync.providers.cloudflare.errors import CloudflareThrottledError
 from shardsync.providers.cloudflare.provider import CloudflareProvider
 from shardsync.providers.cloudflare.records import PROXIED
-from shardsync.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
+from shardsync.worker import Worker
 from tests.cloudfakes.cloudflare import BLOCK_SECONDS, CloudflareFake
-from tests.waits import eventually
+from tests.providers.reconcile import reconcile_once
 
 ZONE = "ex.org"
 OWNER = "default"
@@ -104,24 +103,8 @@ def stored(fake: CloudflareFake, zone_id: str) -> dict[tuple[str, str, str], dic
 
 
 def sync(desired: DesiredIndex, token: FenceToken | None, **kw: Any) -> Worker:
-    """One worker reconcile of ZONE through a provider made with `kw` (its SDK client on this event loop:
-    httpx's connections belong to the loop that opened them)."""
-    p, _ = provider(**kw)
-    worker = Worker(p, TxtRegistry(owner_id=OWNER), desired, WorkerOptions(interval=60, event_delay=0))
-
-    async def main() -> None:
-        await p.zones()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.run)
-            worker.own(ZONE, token)
-            status = worker.statuses
-            await eventually(lambda: status[ZONE].syncs >= 1 or bool(status[ZONE].last_error), within=20)
-            tg.cancel_scope.cancel()
-        await p.close()
-
-    anyio.run(main)
-    assert worker.statuses[ZONE].last_error == ""
-    return worker
+    """One worker reconcile of ZONE through a provider made with `kw`."""
+    return reconcile_once(lambda: provider(**kw)[0], desired, ZONE, token, OWNER)
 
 
 def web(*targets: str, **kw: Any) -> DesiredIndex:

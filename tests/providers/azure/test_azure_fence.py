@@ -12,7 +12,6 @@ which it bumps again before its next write), and nothing after it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -22,23 +21,12 @@ from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.azure.provider import AzureProvider
 from shardsync.providers.base import FencedError, FenceToken
 from tests.cloudfakes.azure import AzureFake, Entry
-from tests.cloudfakes.tls import LoopbackCert, loopback_cert
-from tests.providers.azure_helpers import ZONE, provider, served, stored
+from tests.cloudfakes.tls import LoopbackCert
+from tests.providers.azure.helpers import ZONE, provider, stored
 from tests.providers.fake_helpers import FakeClock
 
 FENCE = "_shardsync-fence"
 OLD, NEW = FenceToken(1, "replica-a"), FenceToken(2, "replica-b")
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> LoopbackCert:
-    return loopback_cert(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture
-def fake(cert: LoopbackCert) -> Iterator[AzureFake]:
-    with served(cert) as server:
-        yield server
 
 
 def records(*names: str) -> Changes:

@@ -32,8 +32,8 @@ from shardsync.providers.azure.zones import Zone, select
 from shardsync.providers.base import ProviderError
 from shardsync.providers.table import PROVIDERS
 from tests.cloudfakes.azure import SUBSCRIPTION, AzureFake
-from tests.cloudfakes.tls import LoopbackCert, loopback_cert
-from tests.providers.azure_helpers import GROUP, ZONE, config_file
+from tests.cloudfakes.tls import LoopbackCert
+from tests.providers.azure.helpers import GROUP, ZONE, config_file
 
 # ---- the config file ----
 
@@ -199,11 +199,6 @@ def test_zones_of_one_name_in_two_groups_keep_the_first_by_id() -> None:
 
 
 # ---- credentials over the wire ----
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> LoopbackCert:
-    return loopback_cert(tmp_path_factory.mktemp("tls"))
 
 
 def zones_with(cert: LoopbackCert, options: AzureOptions, fake: AzureFake) -> list[str]:

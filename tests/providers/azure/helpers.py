@@ -11,17 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from shardsync.desired import DesiredIndex
 from shardsync.providers.azure import AzureOptions, provider_from
 from shardsync.providers.azure.provider import AzureProvider
 from shardsync.providers.base import FenceToken
-from shardsync.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
+from shardsync.worker import Worker
 from tests.cloudfakes.azure import SUBSCRIPTION, TENANT, AzureFake
 from tests.cloudfakes.tls import LoopbackCert
-from tests.waits import eventually
+from tests.providers.reconcile import reconcile_once
 
 ZONE = "ex.org"
 GROUP = "rg-dns"
@@ -92,20 +89,4 @@ def sync(
     folder: Path, fake: AzureFake, cert: LoopbackCert, desired: DesiredIndex, token: FenceToken | None
 ) -> Worker:
     """One worker reconcile of ZONE through a fresh provider."""
-
-    async def main() -> Worker:
-        p = provider(folder, fake, cert)
-        worker = Worker(p, TxtRegistry(owner_id=OWNER), desired, WorkerOptions(interval=60, event_delay=0))
-        await p.zones()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(worker.run)
-            worker.own(ZONE, token)
-            status = worker.statuses
-            await eventually(lambda: status[ZONE].syncs >= 1 or bool(status[ZONE].last_error), within=20)
-            tg.cancel_scope.cancel()
-        await p.close()
-        return worker
-
-    worker = anyio.run(main)
-    assert worker.statuses[ZONE].last_error == ""
-    return worker
+    return reconcile_once(lambda: provider(folder, fake, cert), desired, ZONE, token, OWNER)

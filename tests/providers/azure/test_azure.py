@@ -12,7 +12,6 @@ The fence is tests/providers/test_azure_fence.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +25,9 @@ from shardsync.providers.azure.records import METADATA_KEYS, METADATA_PREFIX, TA
 from shardsync.providers.base import FenceToken, RecordsRejectedError
 from shardsync.providers.budget import Budget, BudgetedProvider
 from tests.cloudfakes.azure import AzureFake
-from tests.cloudfakes.tls import LoopbackCert, loopback_cert
-from tests.providers.azure_helpers import CLIENTS, GROUP, ZONE, owner_txt, provider, served, stored, sync
+from tests.cloudfakes.tls import LoopbackCert
+from tests.providers.azure.helpers import CLIENTS, GROUP, ZONE, owner_txt, provider, stored, sync
 from tests.providers.fake_helpers import FakeClock
-
-
-@pytest.fixture(scope="module")
-def cert(tmp_path_factory: pytest.TempPathFactory) -> LoopbackCert:
-    return loopback_cert(tmp_path_factory.mktemp("tls"))
-
-
-@pytest.fixture
-def fake(cert: LoopbackCert) -> Iterator[AzureFake]:
-    with served(cert) as server:
-        yield server
 
 
 def web(*targets: str, **kw: Any) -> DesiredIndex:
