@@ -114,7 +114,8 @@ def setup(identity: str = "-", level: str = "info", fmt: str = "text") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for noisy in ("kubernetes", "httpx", "httpcore"):
+    # the Azure SDK logs every request and response, headers and all, at INFO
+    for noisy in ("kubernetes", "httpx", "httpcore", "azure"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # urllib3 warns of each retry and each discarded connection; the callers log their failures once.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
