@@ -2,7 +2,7 @@
 refilled at 25/s for every request, a write bucket of 200 refilled at 10/s, Microsoft.Network's 1,000 writes
 per five minutes refused without a block), an apply costing a write per record set plus its fence bumps,
 and listing pages of 100, as the bench's provider_budget runs meet them. The provider itself is tested
-against a contract fake of Azure's own API (tests/providers/test_azure.py)."""
+against a contract fake of Azure's own API (tests/providers/azure/test_azure.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,9 @@ check-and-bump of the zone's fence record set.
   RecordsRejectedError (the rest of its record's writes skipped, every other change applied); a write
   whose condition failed (the zone changed since it was read) stops the change (ZoneChangedError: read
   again, plan again);
-- `acquire_fence(zone, token)` reads the fence and swaps it by its etag, reading again when it lost a race.
+- `acquire_fence(zone, token)` reads the fence and swaps it by its etag, reading again when it lost a race;
+- `fences_writes()` is False: the fence is not atomic with the writes it guards (writes.py), so the
+  sharding loops take the conservative timing.
 The SDK's client is asynchronous (aiohttp on the event loop): no worker threads.
 """
 
@@ -224,6 +226,12 @@ class AzureProvider:
         raise FencedError(
             f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
         )
+
+    async def fences_writes(self) -> bool:
+        """False (base.NegotiatesFencing): the fence refuses a stale owner's next batch, not the writes of
+        the batch under way, so the replicas keep the conservative timing of a provider that does not
+        fence every write, as pdns's check-before-write fence does."""
+        return False
 
     async def close(self) -> None:
         await self.api.close()

@@ -7,7 +7,7 @@ written as external-dns writes them (TTL 300 when none is set, the TXT ownership
 foreign record left alone, updates and deletes; an external-dns zone adopted with no record written; a
 record set Azure refuses reported while the rest applies; a record changed behind our back refusing the
 write that would overwrite it; and a 429 taken as throttling with its Retry-After, the SDK retrying none.
-The fence is tests/providers/test_azure_fence.py.
+The fence is tests/providers/azure/test_azure_fence.py.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from shardsync.providers.azure.records import (
 )
 from shardsync.providers.azure.writes import batches, units
 from shardsync.providers.azure.zones import Zone, select
-from shardsync.providers.base import ProviderError
+from shardsync.providers.base import ProviderError, fences_writes
 from shardsync.providers.table import PROVIDERS
 from tests.cloudfakes.azure import SUBSCRIPTION, AzureFake
 from tests.cloudfakes.tls import LoopbackCert
@@ -253,4 +253,6 @@ def test_without_a_config_file_the_subscription_must_be_named(
     kind = PROVIDERS["azure"]  # as `shardsync run --provider=azure` builds it
     built = kind.create(kind.flags.options(config_file=absent, subscription_id=SUBSCRIPTION), "shardsync-0")
     assert isinstance(built, AzureProvider) and built.resource_group == ""  # the subscription's zones
+    # the fence guards each batch's start, not its writes: the replicas take the conservative timing
+    assert anyio.run(fences_writes, built) is False
     anyio.run(built.close)
