@@ -1,4 +1,4 @@
-"""The zone fence as a TXT record, for the cloud providers that keep it as one (aws, google).
+"""The zone fence as a TXT record, for the cloud providers that keep it as one (aws, google, azure).
 
 The fence (design §2 rule 8) is the TXT record `_shardsync-fence.<zone>` (base.fence_record_name) holding
 one `FenceToken` as a quoted string, TTL 60 s. Each provider writes it in its own API's shape and swaps it

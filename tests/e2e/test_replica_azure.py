@@ -22,7 +22,7 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.providers.base import FenceToken
 from tests.cloudfakes.azure import AzureFake
 from tests.cloudfakes.tls import LoopbackCert, loopback_cert
-from tests.e2e.services import load_balancer
+from tests.e2e.cloud_replica import load_balancer, replica_args, set_ingress
 from tests.processes import Processes, free_port, wait_ready
 from tests.providers.azure.helpers import CLIENTS, GROUP, config_file
 from tests.waits import eventually_sync
@@ -62,28 +62,18 @@ def test_a_replica_keeps_azure_dns_in_step_with_services(
     adopted_before = fake.record_sets(ADOPT)
 
     core = k8s.CoreV1Api(apiserver.api_client())
-    load_balancer(core, "web", f"web.{ZONE}", "192.0.2.10")
-    load_balancer(core, "kept", f"kept.{ADOPT}", "192.0.2.50")
+    load_balancer(core, "web", f"web.{ZONE}", {"ip": "192.0.2.10"})
+    load_balancer(core, "kept", f"kept.{ADOPT}", {"ip": "192.0.2.50"})
     port = free_port()
-    args = [
-        "run",
-        f"--kubeconfig={apiserver.kubeconfig}",
-        "--source=service",
+    args = replica_args(
+        str(apiserver.kubeconfig),
+        port,
+        OWNER,
         "--provider=azure",
         f"--azure-config-file={config_file(tmp_path, fake)}",
-        "--domain-filter=example.org",
-        f"--txt-owner-id={OWNER}",
-        f"--metrics-address=127.0.0.1:{port}",
-        "--identity=shardsync-0",
-        "--lease-namespace=default",
-        "--lease-duration=6s",
-        "--renew-interval=1s",
-        "--settle-delay=200ms",
-        "--events",
-        "--interval=1m",
         "--provider-rate-limit=5",
         "--provider-cache-time=1h",
-    ]
+    )
     replica = procs.start("replica", args, env={"SSL_CERT_FILE": str(cert.cert)})
     wait_ready(f"http://127.0.0.1:{port}", replica)
 
@@ -99,9 +89,7 @@ def test_a_replica_keeps_azure_dns_in_step_with_services(
     assert FenceToken.from_text(fence).identity == "shardsync-0"
     assert ("A", "foreign") in written  # a record without our TXT record is left alone
 
-    core.patch_namespaced_service_status(
-        "web", "default", {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.11"}]}}}
-    )
+    set_ingress(core, "web", {"ip": "192.0.2.11"})
     eventually_sync(
         lambda: sets(ZONE)[("A", "web")]["properties"]["ARecords"] == [{"ipv4Address": "192.0.2.11"}],
         within=15,

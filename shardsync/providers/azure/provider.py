@@ -55,10 +55,10 @@ from shardsync.providers.base import (
     fence_record_name,
     unpaced,
 )
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 
 log = get_logger("shardsync.providers.azure")
 
-FENCE_CAS_ATTEMPTS = 3
 FENCE_MAX_AGE = 3.0  # seconds: an older bump is repeated before the batch's next write
 RecordSet = dict[str, Any]
 
@@ -192,40 +192,32 @@ class AzureProvider:
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)
         where = await self._zone(zone)
-        for attempt in range(FENCE_CAS_ATTEMPTS):
-            if attempt:
-                await self.pacer("fence")
+        run = _Run(self.pacer)  # the call's first request was paced by the budget; each further one here
+
+        async def read() -> tuple[RecordSet | None, FenceToken | None, bool]:
+            await run.request("fence")
             found = await self.api.get(where, FENCE_NAME, "TXT")
-            holder, etag = token_of(found), str((found or {}).get("etag") or "")
-            if holder == token:
-                self._fences[zone] = _Fence(token, etag, -math.inf)
-                return
-            if holder is not None and holder.generation >= token.generation:
-                self._fences.pop(zone, None)
-                raise FencedError(
-                    f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
-                    f"{token.identity} at generation {token.generation} may not take it"
-                )
-            await self.pacer("fence")  # the read was the call's first request
+            holder = token_of(found)
+            if holder == token:  # ours already: its etag is the one the first bump names
+                self._fences[zone] = _Fence(token, str((found or {}).get("etag") or ""), -math.inf)
+            return found, holder, True
+
+        async def swap(found: RecordSet | None) -> None:
+            await run.request("fence")
+            etag = str((found or {}).get("etag") or "")
             try:
                 stored = await self.api.put(
                     where, FENCE_NAME, "TXT", fence_body(token), if_match=etag, create=found is None
                 )
-            except PreconditionFailedError as exc:
-                log.info("azure fence moved while acquiring; reading again", zone=zone, error=str(exc))
-                continue
+            except PreconditionFailedError:
+                raise FenceMoved from None
             self._fences[zone] = _Fence(token, str(stored.get("etag") or ""), self._clock())
-            log.info(
-                "azure fence acquired",
-                zone=zone,
-                identity=token.identity,
-                generation=token.generation,
-                previous=holder.to_text() if holder else "-",
-            )
-            return
-        raise FencedError(
-            f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
-        )
+
+        try:
+            await acquire_by_swap(log, "azure", zone, token, read, swap)
+        except FencedError:
+            self._fences.pop(zone, None)
+            raise
 
     async def fences_writes(self) -> bool:
         """False (base.NegotiatesFencing): the fence refuses a stale owner's next batch, not the writes of
@@ -288,19 +280,8 @@ class AzureProvider:
         self, zone: str, fence: FenceToken, run: _Run, index: int, total: int, why: str
     ) -> FencedError:
         self._fences.pop(zone, None)
-        log.warning(
-            "azure write refused by the fence",
-            zone=zone,
-            identity=fence.identity,
-            generation=fence.generation,
-            batches_applied=index,
-            batches=total,
-            writes_applied=run.written,
-        )
-        return FencedError(
-            f"zone {zone}: the fence no longer holds {fence.to_text()}; {index} of {total} batch(es) "
-            f"({run.written} record-set write(s)) were applied before: {why}"
-        )
+        written = f"{run.written} record-set write(s) of the earlier batches; {why}"
+        return refused_by_fence(log, "azure", zone, fence, index, total, ProviderError(written))
 
     async def _write(self, where: Zone, write: Write, run: _Run) -> None:
         ep = write.endpoint

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FENCE_LABEL, FenceToken
+from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
 
 FENCE_NAME = FENCE_LABEL  # the fence record set's name, relative to its zone
-FENCE_TTL = 60
 BATCH_WRITES = 20  # record-set writes one bump of the fence covers
 
 Action = Literal["put", "delete"]
@@ -108,15 +108,11 @@ def batches(found: Iterable[list[Write]], size: int = BATCH_WRITES) -> list[list
 
 
 def fence_body(token: FenceToken) -> dict[str, Any]:
-    return {"properties": {"TTL": FENCE_TTL, "TXTRecords": [{"value": [token.to_text()]}]}}
+    """The fence record set holding `token` (fence_record.py's value, one TXT string)."""
+    return {"properties": {"TTL": FENCE_TTL, "TXTRecords": [{"value": [fence_value(token)]}]}}
 
 
 def token_of(record_set: Mapping[str, Any] | None) -> FenceToken | None:
     """The token the fence record set holds (None: no set, or none that can be read)."""
     props = (record_set or {}).get("properties") or {}
-    for record in props.get("TXTRecords") or ():
-        try:
-            return FenceToken.from_text("".join(record.get("value") or ()))
-        except ValueError:
-            continue
-    return None
+    return token_in("".join(r.get("value") or ()) for r in props.get("TXTRecords") or ())

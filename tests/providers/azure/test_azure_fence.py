@@ -20,6 +20,7 @@ import pytest
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.azure.provider import AzureProvider
 from shardsync.providers.base import FencedError, FenceToken
+from shardsync.providers.fence_record import fence_value
 from tests.cloudfakes.azure import AzureFake, Entry
 from tests.cloudfakes.tls import LoopbackCert
 from tests.providers.azure.helpers import ZONE, provider, stored
@@ -61,7 +62,7 @@ def test_a_stale_writer_is_refused_before_it_writes_anything(
     late = after_takeover(fake)
     assert [(e.name, e.status) for e in late if e.method == "PUT"] == [(FENCE, 412)]  # the bump, refused
     fence = fake.record_sets(ZONE)[("TXT", FENCE)]["properties"]["TXTRecords"]
-    assert fence == [{"value": [NEW.to_text()]}]
+    assert fence == [{"value": [fence_value(NEW)]}]
 
 
 def test_two_first_acquisitions_cannot_both_win(fake: AzureFake, cert: LoopbackCert, tmp_path: Path) -> None:
