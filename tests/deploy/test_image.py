@@ -12,15 +12,19 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 import shardsync
 from tests.deploy.manifests import ROOT
 
 DOCKERFILE = ROOT / "Dockerfile"
+LOCK = ROOT / "requirements.lock"
 DOCKERIGNORE = ROOT / ".dockerignore"
 VENV_IN_IMAGE = "/opt/shardsync"
 
@@ -139,6 +143,36 @@ def test_dockerignore_keeps_what_the_build_copies_and_little_else() -> None:
         assert not _ignored(source.rstrip("/")), f"{source} is excluded by .dockerignore"
     for other in ("tests", "bench", "deploy", ".git", "examples"):
         assert _ignored(other), other
+
+
+def locked() -> dict[str, tuple[str, int]]:
+    """requirements.lock's pins: canonical name → (version, number of hashes)."""
+    pins: dict[str, tuple[str, int]] = {}
+    entries = " ".join(LOCK.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()).split()
+    current = ""
+    for word in entries:
+        if "==" in word and not word.startswith("--"):
+            name, version = word.split("==", 1)
+            current = canonicalize_name(name)
+            pins[current] = (version, 0)
+        elif word.startswith("--hash=") and current:
+            version, hashes = pins[current]
+            pins[current] = (version, hashes + 1)
+    return pins
+
+
+def test_the_lock_pins_every_dependency_within_pyproject_ranges_with_hashes() -> None:
+    # Two builds of the image install the same versions: the build stage installs from the lock alone.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = locked()
+    assert pins and all(hashes for _, hashes in pins.values()), "a pin without a hash"
+    for text in project["dependencies"]:
+        req = Requirement(text)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is not in requirements.lock: regenerate it (see the Dockerfile)"
+        assert req.specifier.contains(pins[name][0]), f"{name}=={pins[name][0]} is outside {req.specifier}"
+    (run,) = [i.args for i in instructions() if i.stage == 0 and i.name == "RUN"]
+    assert "--require-hashes" in run and "-r requirements.lock" in run and "--no-deps ." in run
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
