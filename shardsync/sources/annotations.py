@@ -32,6 +32,7 @@ ACCESS = "access"
 ENDPOINTS_TYPE = "endpoints-type"
 INGRESS_HOSTNAME_SOURCE = "ingress-hostname-source"
 GATEWAY_HOSTNAME_SOURCE = "gateway-hostname-source"  # on a Gateway API route, same values as the Ingress's
+INGRESS = "ingress"  # on an Istio Gateway: the Ingress (`name` or `namespace/name`) whose addresses it takes
 ALIAS = "alias"
 RECORD_TYPE = "record-type"  # `ptr` or not: the provider-specific property `record-type` (sources.ptr)
 

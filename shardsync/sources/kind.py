@@ -13,7 +13,7 @@ change to learn which of the kind's own objects to re-translate, and `Translator
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
@@ -183,3 +183,14 @@ class SourceKind(Generic[OptionsT]):
 
     def default_options(self) -> Any:
         return self.flags.options() if self.flags is not None else None
+
+
+def chosen(kinds: Sequence[SourceKind[Any]]) -> list[SourceKind[Any]]:
+    """The kinds one watcher runs, as they run together: a kind's own objects that another of them reads too
+    (the Services an Istio Gateway points at) are not evictable, since objects left out or forgotten for
+    their own kind's zones would be missing to the other kind."""
+    read_by_others = {r for kind in kinds for r in kind.related}
+    return [
+        replace(kind, evictable=False) if kind.evictable and kind.resource in read_by_others else kind
+        for kind in kinds
+    ]

@@ -14,7 +14,7 @@ from typing import Any
 
 from shardsync.flags import FlagGroup
 from shardsync.objects import ObjectRef
-from shardsync.sources import common, crd, gateway, ingress, service
+from shardsync.sources import common, crd, gateway, ingress, istio_gateway, istio_virtualservice, service
 from shardsync.sources.kind import SourceKind
 
 SOURCES: dict[str, SourceKind[Any]] = {
@@ -24,6 +24,8 @@ SOURCES: dict[str, SourceKind[Any]] = {
         ingress.KIND,
         crd.KIND,
         *gateway.KINDS,
+        istio_gateway.KIND,
+        istio_virtualservice.KIND,
     )
 }
 

@@ -63,7 +63,7 @@ from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.gate import ObjectGate
-from shardsync.sources.kind import SourceContext, SourceKind, Translator
+from shardsync.sources.kind import SourceContext, SourceKind, Translator, chosen
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.problems import ProblemReports
 from shardsync.sources.projections import Projection
@@ -168,8 +168,8 @@ class SourceWatcher:
         self._gate = ObjectGate(options.common.limits, policy)
         if policy is not None:
             policy.on_change = self._namespace_changed
-        for name in dict.fromkeys(options.sources):
-            self._add(table[name])
+        for kind in chosen([table[name] for name in dict.fromkeys(options.sources)]):
+            self._add(kind)
         # A sharded replica keeps of a related resource read only by key, and by one kind, only what that
         # kind's translator reads (the Pods of its own Services), listing it after the kind's own objects.
         self._read_only: dict[Resource, _Source] = {

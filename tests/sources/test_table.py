@@ -12,7 +12,7 @@ import pytest
 from shardsync import config
 from shardsync.flags import ConfigError
 from shardsync.objects import ObjectRef
-from shardsync.sources import crd, gateway, ingress, service
+from shardsync.sources import crd, gateway, ingress, istio, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext
 from shardsync.sources.table import COMMON, SOURCES, event_ref, flag_groups
@@ -23,7 +23,9 @@ from .objects import ingress as ingress_obj
 from .objects import service as service_obj
 
 HOSTNAME = "external-dns.kubernetes.io/hostname"
+TARGET = {"external-dns.kubernetes.io/target": "192.0.2.1"}
 LB = [{"ip": "192.0.2.1"}]
+META = {"name": "web", "namespace": "default", "annotations": TARGET}
 # One object of each kind, giving an endpoint and a problem (an invalid name).
 SAMPLES: dict[str, dict[str, Any]] = {
     "service": service_obj(annotations={HOSTNAME: "web.ex.com,bad..ex.com"}, lb=LB),
@@ -31,6 +33,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "crd": dnsendpoint(
         [{"dnsName": "c.ex.com", "recordType": "A", "targets": ["1.2.3.4"]}, {"dnsName": "y..ex.com"}]
     ),
+    "istio-gateway": {"metadata": META, "spec": {"servers": [{"hosts": ["g.ex.com", "ns/z..ex.com"]}]}},
+    "istio-virtualservice": {"metadata": META, "spec": {"hosts": ["v.ex.com", "w..ex.com"]}},
 }
 
 
@@ -44,6 +48,8 @@ def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
         "gateway-tlsroute",
         "gateway-tcproute",
         "gateway-udproute",
+        "istio-gateway",
+        "istio-virtualservice",
     ]
     assert [kind.name for kind in SOURCES.values()] == list(SOURCES)
     assert tuple(SOURCES) == config.SOURCES
@@ -61,6 +67,13 @@ def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
         kind = SOURCES[f"gateway-{route.label}"]
         assert kind.watches == (route.resource, gateway.GATEWAYS, gateway.NAMESPACES)
         assert kind.crd is not None and kind.resource_kind == route.label
+    shared = (service.SERVICES, ingress.INGRESSES)
+    assert SOURCES["istio-gateway"].watches == (istio.GATEWAYS, *shared)
+    assert SOURCES["istio-virtualservice"].watches == (istio.VIRTUAL_SERVICES, istio.GATEWAYS, *shared)
+    assert [SOURCES[n].resource_kind for n in ("istio-gateway", "istio-virtualservice")] == [
+        "gateway",
+        "virtualservice",
+    ]
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
@@ -81,6 +94,11 @@ def test_a_kinds_translator_labels_and_refers_to_its_objects_as_the_table_says(n
         ("service/default/web", ObjectRef("Service", "default", "web", "", "v1", "service")),
         ("ingress/web/app", ObjectRef("Ingress", "web", "app", "", "networking.k8s.io/v1", "ingress")),
         ("crd/dns/r", ObjectRef("DNSEndpoint", "dns", "r", "", "externaldns.k8s.io/v1alpha1", "crd")),
+        ("gateway/in/gw", ObjectRef("Gateway", "in", "gw", "", "networking.istio.io/v1", "gateway")),
+        (
+            "virtualservice/a/vs",
+            ObjectRef("VirtualService", "a", "vs", "", "networking.istio.io/v1", "virtualservice"),
+        ),
         ("pod/default/p", ObjectRef("pod", "default", "p", "", "v1", "pod")),  # no source of ours: as before
         ("service/web", None),
         ("a/b/c/d", None),
