@@ -23,6 +23,7 @@ ANNOTATION_NAMES = (
     "ingress-hostname-source",
     "alias",
     "record-type",
+    "ingress",
 )
 annotation_key = st.one_of(
     st.builds(lambda p, n: p + n, st.sampled_from(PREFIXES), st.sampled_from(ANNOTATION_NAMES)),
@@ -156,6 +157,71 @@ crd = st.fixed_dictionaries(
     }
 )
 
+# Istio: hosts as `host`, `namespace/host`, `./host`, `*`, more slashes, or garbage.
+istio_host = st.one_of(
+    domain,
+    st.builds(lambda ns, host: f"{ns}/{host}", st.sampled_from(["ns", ".", "*", "", "a/b"]), domain),
+    st.sampled_from(["*", "ns/*", "./*", "/", "a/b/c"]),
+    junk,
+)
+istio_gateway = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("networking.istio.io/v1"),
+        "kind": st.just("Gateway"),
+        "metadata": metadata(),
+        "spec": maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "servers": maybe(
+                        st.lists(
+                            st.fixed_dictionaries(
+                                {}, optional={"hosts": maybe(st.lists(istio_host, max_size=4))}
+                            ),
+                            max_size=3,
+                        )
+                    ),
+                    "selector": maybe(
+                        st.dictionaries(st.text(max_size=5), st.text(max_size=5) | junk, max_size=2)
+                    ),
+                },
+            )
+        ),
+        "status": maybe(junk),
+    }
+)
+istio_virtualservice = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("networking.istio.io/v1"),
+        "kind": st.just("VirtualService"),
+        "metadata": metadata(),
+        "spec": maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "hosts": maybe(st.lists(istio_host, max_size=4)),
+                    "gateways": maybe(
+                        st.lists(
+                            st.sampled_from(["obj", "default/obj", "mesh", "", "a/b/c", "x/y"]) | junk,
+                            max_size=3,
+                        )
+                    ),
+                    "exportTo": maybe(
+                        st.lists(st.sampled_from(["*", ".", "default", "other"]) | junk, max_size=2)
+                    ),
+                },
+            )
+        ),
+        "status": maybe(junk),
+    }
+)
+
 generic = st.fixed_dictionaries({"metadata": metadata(), "spec": junk, "status": junk})
 
-SHAPES: dict[str, st.SearchStrategy[Any]] = {"service": service, "ingress": ingress, "crd": crd}
+SHAPES: dict[str, st.SearchStrategy[Any]] = {
+    "service": service,
+    "ingress": ingress,
+    "crd": crd,
+    "istio-gateway": istio_gateway,
+    "istio-virtualservice": istio_virtualservice,
+}

@@ -4,7 +4,9 @@ the namespace policy): for any object, however odd, translation returns endpoint
 problems (each a Warning Event in the watcher), never an exception.
 
 What this cannot prove: the related caches (EndpointSlices, Pods, Nodes) are empty here, so the headless
-and NodePort paths of the service kind see no addresses; tests/sources cover those with real objects."""
+and NodePort paths of the service kind see no addresses; tests/sources cover those with real objects. The
+Istio kinds, whose targets come from other objects, are fuzzed a second time with hostile Services,
+Ingresses and Gateways in their caches, and with their translators told of those as related events."""
 
 from __future__ import annotations
 
@@ -17,10 +19,13 @@ from hypothesis import strategies as st
 from shardsync.objects import ObjectRef, object_key
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.gate import ObjectGate
+from shardsync.sources.ingress import INGRESSES
+from shardsync.sources.istio import GATEWAYS
 from shardsync.sources.kind import SourceContext
 from shardsync.sources.limits import ObjectLimits
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.result import Problem, SourceResult
+from shardsync.sources.service import SERVICES
 from shardsync.sources.table import SOURCES
 from tests.fuzz.objects import SHAPES, generic, names_value
 from tests.fuzz.support import count, fuzzing
@@ -65,5 +70,50 @@ def test_every_translator_survives_hostile_objects(name: str) -> None:
         for problem in [*problems, *(result.problems if result else []), *refused]:
             assert isinstance(problem, Problem) and str(problem)
         translator.translate(key, None)  # the object deleted
+
+    run()
+
+
+related_objects = st.fixed_dictionaries(
+    {
+        "services": st.lists(SHAPES["service"], max_size=3),
+        "ingresses": st.lists(SHAPES["ingress"], max_size=2),
+        "gateways": st.lists(SHAPES["istio-gateway"], max_size=2),
+    }
+)
+
+
+@pytest.mark.parametrize("name", ["istio-gateway", "istio-virtualservice"])
+def test_istio_translators_survive_hostile_related_objects(name: str) -> None:
+    kind = SOURCES[name]
+
+    @fuzzing("translators")
+    @given(obj=SHAPES[name], related=related_objects, template=st.booleans())
+    def run(obj: dict[str, Any], related: dict[str, list[dict[str, Any]]], template: bool) -> None:
+        count(f"translator {name} with related objects")
+        # every Service and Ingress under its own key; the Gateways under the one key a VirtualService names
+        caches: dict[Any, dict[str, Any]] = {
+            SERVICES: {f"default/s{i}": s for i, s in enumerate(related["services"])},
+            INGRESSES: {f"default/obj{'' if i == 0 else i}": x for i, x in enumerate(related["ingresses"])},
+            GATEWAYS: {f"default/obj{'' if i == 0 else i}": g for i, g in enumerate(related["gateways"])},
+        }
+        common = SourceOptions(
+            fqdn_template=("{{.Name}}.ex.com",) if template else (), combine_fqdn_annotation=template
+        )
+        context = SourceContext(None, lambda r: caches[r], FakeKube(), lambda: False, common=common)
+        translator = kind.start(context)
+        for resource, cache in caches.items():
+            for key, other in cache.items():
+                translator.related(resource, key, None, other)
+                translator.related(resource, key, other, obj)  # an object of another shape: never a crash
+        result = translator.translate(object_key(obj), obj)
+        assert result is not None
+        for ep in result.endpoints:
+            ep.validate()
+        for problem in result.problems:
+            assert isinstance(problem, Problem) and str(problem)
+        if kind.names is not None:  # what a sharded replica asks of every object it lists
+            kind.names(obj, SourceOptions())
+        translator.translate(object_key(obj), None)
 
     run()
