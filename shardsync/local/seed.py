@@ -11,6 +11,12 @@ one Gateway `shardsync-local` (an HTTP, a TLS, a TCP and a UDP listener, one sta
 and chosen kind a route `<kind>-<i>` (`httproute-0003`) asking for `<kind>.<z>`, accepted by the Gateway
 in its status (no Gateway controller runs here to write it).
 
+With istio-* sources chosen: the minimal Istio CRDs and the ingress gateway's LoadBalancer Service
+`istio-ingressgateway` (selector `istio: ingressgateway`, one load-balancer address in its status); for
+istio-gateway, per zone a Gateway `gateway-<i>` selecting it and asking for `istio-gateway.<z>`; for
+istio-virtualservice, one Gateway `shardsync-local` (host `*`) and per zone a VirtualService
+`virtualservice-<i>` through it asking for `virtualservice.<z>`.
+
 The StatefulSet `shardsync` never runs a pod here (the launcher runs the processes); it exists because a
 replica stopping on SIGTERM reads its StatefulSet's spec.replicas to tell a scale-down (drain) from a
 restart (park), so the launcher keeps spec.replicas equal to the replica count it wants.
@@ -27,10 +33,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from shardsync.kube import BlockingKube, KubeError
-from shardsync.manifests import load_crd, load_gateway_crds
+from shardsync.manifests import load_crd, load_gateway_crds, load_istio_crds
 from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, STATEFULSETS, Obj, Resource
 from shardsync.sharding.membership import labels
 from shardsync.sources import gateway as gw
+from shardsync.sources import istio
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES
 
@@ -126,17 +133,25 @@ ROUTES = {
 
 def gateway_resources() -> dict[str, Resource]:
     """The Gateway API resources at the version the shipped CRDs serve first (plural → Resource)."""
+    return _resources(load_gateway_crds())
+
+
+def _resources(crds: list[Obj]) -> dict[str, Resource]:
     out: dict[str, Resource] = {}
-    for crd in load_gateway_crds():
+    for crd in crds:
         plural, version = crd["spec"]["names"]["plural"], crd["spec"]["versions"][0]["name"]
-        out[plural] = Resource(gw.GROUP, version, plural, crd["spec"]["names"]["kind"])
+        out[plural] = Resource(crd["spec"]["group"], version, plural, crd["spec"]["names"]["kind"])
     return out
 
 
 def install_gateway_crds(kube: BlockingKube, timeout: float = 10.0) -> None:
     """Create the minimal Gateway API CRDs and wait until each is served."""
-    served = gateway_resources()
-    for crd in load_gateway_crds():
+    _install_all(kube, load_gateway_crds(), timeout)
+
+
+def _install_all(kube: BlockingKube, crds: list[Obj], timeout: float) -> None:
+    served = _resources(crds)
+    for crd in crds:
         _install(kube, crd, served[crd["spec"]["names"]["plural"]], timeout)
 
 
@@ -205,6 +220,54 @@ def seed_gateway_routes(kube: BlockingKube, zones: Sequence[str], sources: Seque
         resource = served[route.resource.plural]
         for index, zone in enumerate(zones):
             _create_with_status(kube, resource, route_object(route, resource, index, zone))
+    return len(chosen) * len(zones)
+
+
+ISTIO_KINDS = ("istio-gateway", "istio-virtualservice")
+INGRESS_GATEWAY = "istio-ingressgateway"
+INGRESS_GATEWAY_SELECTOR = {"istio": "ingressgateway"}
+
+
+def ingress_gateway_service() -> Obj:
+    """The Istio ingress gateway's Service, its load-balancer address in its status."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": INGRESS_GATEWAY, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
+        "spec": {"type": "LoadBalancer", "selector": INGRESS_GATEWAY_SELECTOR, "ports": [{"port": 80}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": address((1 << 17) - 2)}]}},
+    }
+
+
+def istio_object(kind: str, name: str, spec: Obj) -> Obj:
+    return {
+        "apiVersion": istio.GATEWAYS.api_version,
+        "kind": kind,
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
+        "spec": spec,
+    }
+
+
+def seed_istio(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str]) -> int:
+    """The Istio objects of the chosen istio-* kinds (see the module docstring); returns how many names they
+    ask for (0, and nothing created, when no istio-* kind is chosen)."""
+    chosen = [kind for kind in ISTIO_KINDS if kind in sources]
+    if not chosen:
+        return 0
+    _install_all(kube, load_istio_crds(), 10.0)
+    _create_with_status(kube, SERVICES, ingress_gateway_service())
+    gateways, services = istio.GATEWAYS, istio.VIRTUAL_SERVICES
+    for index, zone in enumerate(zones):
+        if "istio-gateway" in chosen:
+            spec = {"selector": INGRESS_GATEWAY_SELECTOR, "servers": [{"hosts": [f"istio-gateway.{zone}"]}]}
+            kube.create(gateways, istio_object("Gateway", f"gateway-{index:04d}", spec), namespace=NAMESPACE)
+        if "istio-virtualservice" in chosen:
+            spec = {"gateways": [GATEWAY], "hosts": [f"virtualservice.{zone}"]}
+            obj = istio_object("VirtualService", f"virtualservice-{index:04d}", spec)
+            kube.create(services, obj, namespace=NAMESPACE)
+    if "istio-virtualservice" in chosen:
+        spec = {"selector": INGRESS_GATEWAY_SELECTOR, "servers": [{"hosts": ["*"]}]}
+        kube.create(gateways, istio_object("Gateway", GATEWAY, spec), namespace=NAMESPACE)
     return len(chosen) * len(zones)
 
 

@@ -22,7 +22,10 @@ from shardsync.local.launcher import Launcher
 from shardsync.local.table import ReplicaSnapshot, progress, render
 from shardsync.objects import STATEFULSETS, object_key
 from shardsync.sources import gateway as gw
+from shardsync.sources import istio
 from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints
+from shardsync.sources.istio_gateway import gateway_endpoints
+from shardsync.sources.istio_virtualservice import virtualservice_endpoints
 from shardsync.sources.service import SERVICES, service_endpoints
 from tests.waits import eventually_sync
 
@@ -65,6 +68,29 @@ def test_gateway_sources_seed_a_gateway_and_routes_in_every_zone(apiserver: ApiS
     address = seed.address((1 << 17) - 1)
     assert names == {(f"{k}.{zone}", (address,)) for k in ("httproute", "tcproute") for zone in ZONES}
     assert served["tcproutes"].version == "v1alpha2"  # what the shipped CRD serves
+
+
+def test_istio_sources_seed_gateways_and_virtualservices_in_every_zone(apiserver: ApiServer) -> None:
+    kube = BlockingKube(apiserver.api_client())
+    assert seed.seed_istio(kube, ZONES, ["service", "gateway-httproute"]) == 0  # no istio-* kind: nothing
+    assert seed.seed_istio(kube, ZONES, ["istio-gateway", "istio-virtualservice"]) == 2 * len(ZONES)
+
+    def listed(resource: Any) -> dict[str, Any]:
+        return {object_key(o): o for o in kube.list(resource, namespace=seed.NAMESPACE)["items"]}
+
+    services, gateways = listed(SERVICES), listed(istio.GATEWAYS)
+    names = set()
+    for obj in gateways.values():
+        result = gateway_endpoints(obj, services, {})
+        assert result.problems == []
+        names |= {(e.dns_name, e.targets) for e in result.endpoints}
+    for obj in listed(istio.VIRTUAL_SERVICES).values():
+        result = virtualservice_endpoints(obj, gateways, services, {})
+        assert result.problems == []
+        names |= {(e.dns_name, e.targets) for e in result.endpoints}
+    address = seed.address((1 << 17) - 2)
+    kinds = ("istio-gateway", "virtualservice")
+    assert names == {(f"{k}.{zone}", (address,)) for k in kinds for zone in ZONES}
 
 
 def test_statefulset_is_created_then_scaled(apiserver: ApiServer) -> None:
