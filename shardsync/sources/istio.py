@@ -20,8 +20,7 @@ and Ingresses at v1, read in --namespace as external-dns reads them.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,11 +127,13 @@ def feed_of(gateway: Obj) -> Feed:
 def selects(selector: Mapping[str, str], service: Obj) -> bool:
     """A Gateway selector picks a Service whose spec.selector holds each of its labels (labels.SelectorFromSet
     matched against the Service's selector, as external-dns does: the ingress gateway's Pods' labels)."""
-    labels = get_str_map(service, "spec", "selector")
+    labels = get(service, "spec", "selector")
+    if not isinstance(labels, Mapping):
+        return not selector
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def _load_balancer(obj: Obj) -> list[str]:
+def load_balancer(obj: Obj) -> list[str]:
     out: list[str] = []
     for lb in get_list(obj, "status", "loadBalancer", "ingress"):
         address = get_str(lb, "ip") or get_str(lb, "hostname")
@@ -142,7 +143,7 @@ def _load_balancer(obj: Obj) -> list[str]:
 
 
 def service_targets(service: Obj) -> list[str]:
-    return get_str_list(service, "spec", "externalIPs") or _load_balancer(service)
+    return get_str_list(service, "spec", "externalIPs") or load_balancer(service)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +155,15 @@ class Targets:
     field: str = ""
 
 
-def gateway_targets(gateway: Obj, services: Mapping[str, Obj], ingresses: Mapping[str, Obj]) -> Targets:
-    """Where a Gateway points (see the module docstring); `services` and `ingresses` are the caches."""
+Select = Callable[[Mapping[str, str]], Iterable[str]]  # a Gateway selector → keys of the Services it may pick
+
+
+def gateway_targets(
+    gateway: Obj, services: Mapping[str, Obj], ingresses: Mapping[str, Obj], select: Select | None = None
+) -> Targets:
+    """Where a Gateway points (see the module docstring); `services` and `ingresses` are the caches, and
+    `select`, when given, the keys of the Services worth looking at (istio_feeds.GatewayFeeds.select),
+    else every Service is."""
     feed = feed_of(gateway)
     if feed.annotation:
         return Targets(feed.annotation)
@@ -165,80 +173,19 @@ def gateway_targets(gateway: Obj, services: Mapping[str, Obj], ingresses: Mappin
         ingress = ingresses.get(feed.ingress)
         if ingress is None:
             return Targets(error=f"Ingress {feed.ingress} not found", field=feed.field)
-        return Targets(tuple(_load_balancer(ingress)))
+        return Targets(tuple(load_balancer(ingress)))
     selector = feed.selector or {}
     found: dict[str, None] = {}  # ordered, as several Services may share a load balancer
-    for service in services.values():
-        if selects(selector, service):
+    for key in services.keys() if select is None else select(selector):
+        service = services.get(key)
+        if service is not None and selects(selector, service):
             found.update(dict.fromkeys(service_targets(service)))
     return Targets(tuple(found))
 
 
-def _service_inputs(service: Obj) -> tuple[Any, ...]:
-    return (get(service, "spec", "selector"), get(service, "spec", "externalIPs"), _load_balancer(service))
-
-
-class RefIndex:
-    """Which objects refer to which others (cache keys both), both ways (pure)."""
-
-    def __init__(self) -> None:
-        self._refs: dict[str, frozenset[str]] = {}
-        self._owners: defaultdict[str, set[str]] = defaultdict(set)
-
-    def register(self, key: str, refs: Iterable[str]) -> None:
-        self.unregister(key)
-        kept = frozenset(refs)
-        if kept:
-            self._refs[key] = kept
-        for ref in kept:
-            self._owners[ref].add(key)
-
-    def unregister(self, key: str) -> None:
-        for ref in self._refs.pop(key, ()):
-            owners = self._owners[ref]
-            owners.discard(key)
-            if not owners:
-                del self._owners[ref]
-
-    def owners(self, refs: Iterable[str]) -> set[str]:
-        """The objects referring to any of `refs`."""
-        return {key for ref in refs for key in self._owners.get(ref, ())}
-
-    def __len__(self) -> int:
-        return len(self._refs)
-
-
-class GatewayFeeds:
-    """Which Gateways read which Services and Ingresses for their targets (pure): a Service or Ingress
-    event asks which Gateways' targets it may have changed."""
-
-    def __init__(self) -> None:
-        self._selectors: dict[
-            str, Mapping[str, str]
-        ] = {}  # Gateway key → selector, of those reading Services
-        self._ingresses = RefIndex()
-
-    def register(self, key: str, gateway: Obj) -> None:
-        feed = feed_of(gateway)
-        self._selectors.pop(key, None)
-        if feed.selector is not None:
-            self._selectors[key] = feed.selector
-        self._ingresses.register(key, (feed.ingress,) if feed.ingress else ())
-
-    def unregister(self, key: str) -> None:
-        self._selectors.pop(key, None)
-        self._ingresses.unregister(key)
-
-    def service_changed(self, old: Obj | None, new: Obj | None) -> set[str]:
-        if old is not None and new is not None and _service_inputs(old) == _service_inputs(new):
-            return set()
-        services = [s for s in (old, new) if s is not None]
-        return {key for key, sel in self._selectors.items() if any(selects(sel, s) for s in services)}
-
-    def ingress_changed(self, key: str, old: Obj | None, new: Obj | None) -> set[str]:
-        if old is not None and new is not None and _load_balancer(old) == _load_balancer(new):
-            return set()
-        return self._ingresses.owners((key,))
+def service_inputs(service: Obj) -> tuple[Any, ...]:
+    """What a Gateway's targets read of a Service."""
+    return (get(service, "spec", "selector"), get(service, "spec", "externalIPs"), load_balancer(service))
 
 
 class KeptOnError:

@@ -10,7 +10,7 @@ selector picks). `ttl`, `set-identifier` and the provider-specific annotations a
 `resource=gateway/<namespace>/<name>`, as external-dns labels them.
 
 The kind watches its Gateways, the Services and the Ingresses (in --namespace, as external-dns); its
-translator indexes what each Gateway's targets are read from (sources.istio.GatewayFeeds), so a Service or
+translator indexes what each Gateway's targets are read from (sources.istio_feeds), so a Service or
 Ingress event re-translates exactly the Gateways it feeds. A Gateway whose `ingress` annotation cannot be
 followed keeps the records it had and the problem is reported on it (external-dns fails its whole sync).
 """
@@ -26,6 +26,7 @@ from shardsync.sources import istio
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS
+from shardsync.sources.istio_feeds import GatewayFeeds
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 from shardsync.sources.service import SERVICES
@@ -40,16 +41,18 @@ def gateway_endpoints(
     services: Mapping[str, Obj],
     ingresses: Mapping[str, Obj],
     common: SourceOptions | None = None,
+    select: istio.Select | None = None,
 ) -> SourceResult:
     """A Gateway's desired endpoints and problems (empty when its controller annotation skips it).
-    `services` and `ingresses` are the caches (cache key → object) its targets are read from."""
+    `services` and `ingresses` are the caches (cache key → object) its targets are read from, `select` an
+    index of the Services (sources.istio.gateway_targets)."""
     common = common or SourceOptions()
     parsed = ann.parse(get_str_map(gateway, "metadata", "annotations"))
     if parsed.controller_mismatch:
         return SourceResult()
     ref = ObjectRef.of(gateway, GATEWAYS, LABEL)
     problems = [Problem(ref, p.field, p.message) for p in parsed.problems]
-    targets = istio.gateway_targets(gateway, services, ingresses)
+    targets = istio.gateway_targets(gateway, services, ingresses, select)
     if targets.error:
         problems.append(Problem(ref, targets.field, targets.error, istio.UNRESOLVED))
     out = EndpointSet(
@@ -78,7 +81,7 @@ class GatewayTranslator(Translator):
     def __init__(self, context: SourceContext[None]) -> None:
         self.common = context.common
         self._cache = context.cache
-        self.feeds = istio.GatewayFeeds()
+        self.feeds = GatewayFeeds(lambda: self._cache(SERVICES))
         self._kept = istio.KeptOnError()
 
     def translate(self, key: str, obj: Obj | None) -> SourceResult | None:
@@ -86,12 +89,13 @@ class GatewayTranslator(Translator):
             self.forget(key)
             return None
         self.feeds.register(key, obj)
-        result = gateway_endpoints(obj, self._cache(SERVICES), self._cache(INGRESSES), self.common)
+        caches = self._cache(SERVICES), self._cache(INGRESSES)
+        result = gateway_endpoints(obj, *caches, self.common, self.feeds.select)
         return self._kept.settle(key, result)
 
     def related(self, resource: Resource, key: str, old: Obj | None, new: Obj | None) -> Iterable[str]:
         if resource == SERVICES:
-            return self.feeds.service_changed(old, new)
+            return self.feeds.service_changed(key, old, new)
         if resource == INGRESSES:
             return self.feeds.ingress_changed(key, old, new)
         return ()

@@ -17,7 +17,7 @@ annotation cannot be followed, leaves the VirtualService with the records it had
 
 The kind watches its VirtualServices, the Gateways, the Services and the Ingresses (all in --namespace, as
 external-dns). Its translator indexes which VirtualServices name which Gateway and what feeds each
-Gateway's targets (sources.istio.GatewayFeeds, each Gateway's targets computed once until one of them
+Gateway's targets (sources.istio_feeds, each Gateway's targets computed once until one of them
 changes), so a Gateway, Service or Ingress event re-translates exactly the VirtualServices reading it.
 """
 
@@ -32,6 +32,7 @@ from shardsync.sources import istio, projections
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS, VIRTUAL_SERVICES
+from shardsync.sources.istio_feeds import GatewayFeeds, RefIndex
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 from shardsync.sources.service import SERVICES
@@ -194,15 +195,16 @@ class VirtualServiceTranslator(Translator):
     def __init__(self, context: SourceContext[None]) -> None:
         self.common = context.common
         self._cache = context.cache
-        self.gateways = istio.RefIndex()  # VirtualService key → the Gateway keys it names
-        self.feeds = istio.GatewayFeeds()
+        self.gateways = RefIndex()  # VirtualService key → the Gateway keys it names
+        self.feeds = GatewayFeeds(lambda: self._cache(SERVICES))
         self._targets: dict[str, istio.Targets] = {}  # Gateway key → its targets, until they may change
         self._kept = istio.KeptOnError()
 
     def _targets_of(self, key: str, gateway: Obj) -> istio.Targets:
         targets = self._targets.get(key)
         if targets is None:
-            targets = istio.gateway_targets(gateway, self._cache(SERVICES), self._cache(INGRESSES))
+            caches = self._cache(SERVICES), self._cache(INGRESSES)
+            targets = istio.gateway_targets(gateway, *caches, self.feeds.select)
             self._targets[key] = targets
         return targets
 
@@ -231,7 +233,7 @@ class VirtualServiceTranslator(Translator):
                 return ()
             changed = {key}
         elif resource == SERVICES:
-            changed = self.feeds.service_changed(old, new)
+            changed = self.feeds.service_changed(key, old, new)
         elif resource == INGRESSES:
             changed = self.feeds.ingress_changed(key, old, new)
         else:

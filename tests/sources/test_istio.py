@@ -11,7 +11,8 @@ from typing import Any
 from shardsync.sources import istio, projections
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import INGRESSES
-from shardsync.sources.istio import GATEWAYS, GatewayFeeds, RefIndex, gateway_targets
+from shardsync.sources.istio import GATEWAYS, gateway_targets
+from shardsync.sources.istio_feeds import GatewayFeeds, RefIndex
 from shardsync.sources.istio_gateway import gateway_endpoints
 from shardsync.sources.istio_virtualservice import VirtualServiceTranslator, binds, virtualservice_endpoints
 from shardsync.sources.kind import SourceContext, chosen
@@ -26,24 +27,35 @@ A, B = {"istio": "a"}, {"istio": "b"}
 
 
 def test_a_service_event_names_the_gateways_whose_selector_picks_it_before_or_after() -> None:
-    feeds = GatewayFeeds()
+    services: dict[str, dict[str, Any]] = {}
+    feeds = GatewayFeeds(lambda: services)
     feeds.register("ns/a", gateway("a", "ns", selector=A))
     feeds.register("ns/ab", gateway("ab", "ns", selector={}))  # an empty selector picks every Service
     feeds.register("ns/b", gateway("b", "ns", selector=B))
     feeds.register("ns/fixed", gateway("fixed", "ns", selector=A, annotations={TARGET: "192.0.2.9"}))
     feeds.register("ns/ing", gateway("ing", "ns", selector=A, annotations={INGRESS: "other/edge"}))
     svc = lb_service("igw", selector={**A, "app": "x"}, ips=["192.0.2.1"])
-    assert feeds.service_changed(None, svc) == {"ns/a", "ns/ab"}
+
+    def event(old: dict[str, Any] | None, new: dict[str, Any] | None) -> set[str]:
+        if new is None:
+            services.pop("default/igw")
+        else:
+            services["default/igw"] = new
+        return feeds.service_changed("default/igw", old, new)
+
+    assert event(None, svc) == {"ns/a", "ns/ab"}
     moved = copy.deepcopy(svc)
     moved["status"]["loadBalancer"]["ingress"] = [{"ip": "192.0.2.2"}]
-    assert feeds.service_changed(svc, moved) == {"ns/a", "ns/ab"}
-    relabelled = copy.deepcopy(svc)
+    assert event(svc, moved) == {"ns/a", "ns/ab"}
+    relabelled = copy.deepcopy(moved)
     relabelled["metadata"]["labels"] = {"team": "x"}  # not read: nothing to translate
-    assert feeds.service_changed(svc, relabelled) == set()
-    now_b = copy.deepcopy(svc)
+    assert event(moved, relabelled) == set()
+    now_b = copy.deepcopy(relabelled)
     now_b["spec"]["selector"] = B
-    assert feeds.service_changed(svc, now_b) == {"ns/a", "ns/ab", "ns/b"}  # it left one, joined another
-    assert feeds.service_changed(now_b, None) == {"ns/ab", "ns/b"}
+    assert event(relabelled, now_b) == {"ns/a", "ns/ab", "ns/b"}  # it left one, joined another
+    assert list(feeds.select(B)) == ["default/igw"] and list(feeds.select(A)) == []
+    assert event(now_b, None) == {"ns/ab", "ns/b"}
+    assert list(feeds.select(B)) == []
     # Ingresses: only the Gateway naming it, and only when its load balancer changed.
     edge = lb_ingress("edge", "other", ips=["192.0.2.3"])
     assert feeds.ingress_changed("other/edge", None, edge) == {"ns/ing"}
@@ -52,7 +64,26 @@ def test_a_service_event_names_the_gateways_whose_selector_picks_it_before_or_af
     feeds.unregister("ns/ing")
     feeds.unregister("ns/a")
     assert feeds.ingress_changed("other/edge", edge, None) == set()
-    assert feeds.service_changed(None, svc) == {"ns/ab"}
+    assert event(None, svc) == {"ns/ab"}
+
+
+def test_select_looks_only_at_the_services_holding_a_selected_label() -> None:
+    services = {
+        f"ns/s{i}": lb_service(f"s{i}", "ns", selector={"app": f"a{i}"}, ips=["192.0.2.1"]) for i in range(50)
+    }
+    services["ns/igw"] = lb_service("igw", "ns", selector={**A, "app": "igw"}, ips=["192.0.2.7"])
+    feeds = GatewayFeeds(lambda: services)
+    feeds.register("ns/gw", gateway("gw", "ns", selector={**A, "app": "igw"}))  # the cache is read once here
+    assert set(feeds.select({**A, "app": "igw"})) == {"ns/igw"}
+    services["ns/igw2"] = lb_service("igw2", "ns", selector=A, ips=["192.0.2.8"])
+    feeds.service_changed("ns/igw2", None, services["ns/igw2"])
+    assert set(feeds.select(A)) == {"ns/igw", "ns/igw2"}
+    assert set(feeds.select({"app": "s3"})) == set(services)  # no registered selector holds it: every one
+    gw = gateway("gw", "ns", selector=A)
+    assert sorted(gateway_targets(gw, services, {}, feeds.select).values) == ["192.0.2.7", "192.0.2.8"]
+    assert sorted(gateway_targets(gw, services, {}).values) == ["192.0.2.7", "192.0.2.8"]  # the same, without
+    feeds.unregister("ns/gw")
+    assert set(feeds.select(A)) == set(services)
 
 
 def test_ref_index_both_ways() -> None:
@@ -210,3 +241,20 @@ def test_a_kinds_own_objects_another_chosen_kind_reads_are_not_evicted() -> None
     alone = chosen([SOURCES["service"], SOURCES["istio-gateway"]])
     assert [k.evictable for k in alone] == [False, True]
     assert chosen([SOURCES["service"]])[0] is SOURCES["service"]
+
+
+def test_a_gateway_translated_again_does_not_read_the_services_cache_again() -> None:
+    reads: list[int] = []
+    services = {"ns/igw": lb_service("igw", "ns", selector=A, ips=["192.0.2.7"])}
+
+    def cache() -> dict[str, Any]:
+        reads.append(1)
+        return services
+
+    feeds = GatewayFeeds(cache)
+    feeds.register("ns/gw", gateway("gw", "ns", selector=A))
+    feeds.register("ns/gw", gateway("gw", "ns", selector=A, annotations={HOSTNAME: "x.ex.com"}))
+    feeds.register("ns/other", gateway("other", "ns", selector=A))
+    assert len(reads) == 1 and set(feeds.select(A)) == {"ns/igw"}
+    feeds.register("ns/gw", gateway("gw", "ns", selector=B))  # a new label: read once
+    assert len(reads) == 2
