@@ -16,6 +16,7 @@ from shardsync.config import (
     timings_of,
 )
 from shardsync.providers import rfc2136
+from shardsync.sources.table import SOURCES
 
 
 def parse(argv: list[str], env: dict[str, str] | None = None) -> Settings:
@@ -101,8 +102,7 @@ def test_environment_fills_flags_and_command_line_wins() -> None:
         ({"EXTERNAL_DNS_DRY_RUN": "maybe"}, "EXTERNAL_DNS_DRY_RUN=maybe: expected true/false, got 'maybe'"),
         (
             {"SHARDSYNC_SOURCE": "service,pods"},
-            "SHARDSYNC_SOURCE=service,pods: 'pods': not one of service, ingress, crd, gateway-httproute, "
-            "gateway-grpcroute, gateway-tlsroute, gateway-tcproute, gateway-udproute",
+            f"SHARDSYNC_SOURCE=service,pods: 'pods': not one of {', '.join(SOURCES)}",
         ),
         ({"SHARDSYNC_LOG_LEVEL": "loud"}, "SHARDSYNC_LOG_LEVEL=loud: not one of debug, info, warning, error"),
         ({"EXTERNAL_DNS_INTERVAL": "0s"}, "--interval must be positive (from EXTERNAL_DNS_INTERVAL)"),
