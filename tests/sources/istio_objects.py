@@ -1,8 +1,9 @@
 """Builders of the objects external-dns's Istio tests make (fakeIngressGatewayService, fakeIngress,
-fakeGatewayConfig, fakeVirtualServiceConfig in source/istio_*_test.go, v0.22.0), as Kubernetes JSON, and
+fakeGatewayConfig, fakeVirtualServiceConfig in source/istio_*_test.go, v0.22.0), as Kubernetes JSON;
 `Cluster`, which translates one Istio kind's objects the way external-dns's Endpoints() reads a fake
 clientset: --namespace narrowing every list, the label and annotation filters on the kind's own objects,
-and the endpoints of all objects merged by name and type."""
+and the endpoints of all objects merged by name and type; and `Case`, one row of a table of external-dns's
+cases, with `check`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS
 from shardsync.sources.kind import SourceContext
-from shardsync.sources.result import Problem
+from shardsync.sources.result import INVALID_REASON, Problem
 from shardsync.sources.service import SERVICES
 from shardsync.sources.table import SOURCES
 from tests.sources.fake_kube import FakeKube
@@ -179,3 +180,32 @@ class Cluster:
         for ep in self.translate(kind)[0]:
             merged.setdefault((ep.dns_name, ep.record_type), set()).update(ep.targets)
         return {key: tuple(sorted(targets)) for key, targets in merged.items()}
+
+
+@dataclass
+class Case:
+    """One of external-dns's test cases, titled as external-dns titles it."""
+
+    title: str
+    cluster: Cluster
+    want: Records
+    reasons: list[str] = field(default_factory=list)  # the problems' Event reasons, in order
+    # external-dns publishes these CNAMEs with several targets; shardsync refuses such a CNAME where it is
+    # read (README, Differences: "A CNAME with several targets is refused") and reports it on the object.
+    two_target_cnames: tuple[str, ...] = ()
+    differs: str = ""  # any other way external-dns's expectation is not ours, and why
+
+
+def a(*targets: str) -> tuple[str, ...]:
+    """An RRset's targets as `Cluster.records` gives them."""
+    return tuple(sorted(targets))
+
+
+def check(case: Case, kind: str) -> None:
+    """The case's records and problems are as it says (each refused CNAME named by its problem)."""
+    assert case.cluster.records(kind) == case.want
+    problems = case.cluster.translate(kind)[1]
+    assert [p.reason for p in problems] == case.reasons
+    refused = [p for p in problems if p.reason == INVALID_REASON]
+    assert all("a CNAME has exactly one target, got 2" in p.message for p in refused)
+    assert sorted(p.message.split(":")[1].strip() for p in refused) == sorted(case.two_target_cnames)

@@ -9,8 +9,6 @@ external-dns) the row says what external-dns publishes and why ours is not that.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
 from shardsync.endpoint import RESOURCE_LABEL
@@ -27,8 +25,9 @@ from .istio_objects import (
     SELECTOR,
     TARGET,
     TTL,
+    Case,
     Cluster,
-    Records,
+    a,
     gateway,
     lb_ingress,
     lb_service,
@@ -39,22 +38,6 @@ KIND = "istio-virtualservice"
 NS = "testing"  # testVirtualServiceEndpoints's namespace
 TEMPLATE = SourceOptions(fqdn_template=("{{.Name}}.ext-dns.test.com",))
 TWO_TEMPLATES = ("{{.Name}}.ext-dns.test.com, {{.Name}}.ext-dna.test.com",)
-
-
-@dataclass
-class Case:
-    title: str  # external-dns's, in testEndpointsFromVirtualServiceConfig or testVirtualServiceEndpoints
-    cluster: Cluster
-    want: Records
-    reasons: list[str] = field(default_factory=list)  # the problems' Event reasons, in order
-    # external-dns publishes these CNAMEs with several targets; shardsync refuses such a CNAME where it is
-    # read (README, Differences: "A CNAME with several targets is refused") and reports it on the object.
-    two_target_cnames: tuple[str, ...] = ()
-    differs: str = ""  # any other way external-dns's expectation is not ours, and why
-
-
-def a(*targets: str) -> tuple[str, ...]:
-    return tuple(sorted(targets))
 
 
 STAR = [["*"]]
