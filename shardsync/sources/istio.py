@@ -52,7 +52,7 @@ def crd_notice(*resources: Resource) -> CrdNotice:
     """What a kind reading these Istio resources waits for while their CRDs are not installed."""
     return CrdNotice(
         "Istio CRDs",
-        ",".join(f"{r.plural}.{GROUP}" for r in resources),
+        tuple(f"{r.plural}.{GROUP}" for r in resources),
         f"Istio's base chart (or istioctl install); for tests shardsync/manifests/{ISTIO_CRDS_FILE}",
     )
 
