@@ -1,7 +1,7 @@
 """What the two Istio source kinds share (`istio-gateway`, `istio-virtualservice`): their resources, a
 Gateway's hosts, where a Gateway points (its targets), the records an object keeps on an error, and the
-slim copies their informers keep (which object reads which: sources.istio_feeds). The rules are external-dns v0.22's (source/istio_gateway.go,
-istio_virtualservice.go, endpoints.go):
+slim copies their informers keep (which object reads which: sources.istio_feeds). The rules are
+external-dns v0.22's (source/istio_gateway.go, istio_virtualservice.go, endpoints.go):
 
 - a Gateway's hosts are its spec.servers[].hosts, each `host`, `namespace/host` or `./host` (the namespace
   part dropped); `*` (and `namespace/*`) names no host; `*.example.com` is a wildcard record;
