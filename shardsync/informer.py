@@ -84,7 +84,9 @@ class Informer:
     synced: anyio.Event = field(default_factory=anyio.Event, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.name = self.name or self.resource.plural
+        self.name = self.name or str(
+            self.resource
+        )  # plural.group, as kubectl names it: two groups share "gateways"
         self.cache = PackedCache() if self.packed else {}
 
     def unpack(self) -> None:

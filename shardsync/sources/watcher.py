@@ -240,7 +240,7 @@ class SourceWatcher:
 
     @property
     def informers(self) -> dict[str, Informer]:
-        """The informers by resource (`services`, `pods`, ...): their caches, for inspection."""
+        """The informers by resource (`services`, `endpointslices.discovery.k8s.io`, ...), for inspection."""
         return {i.name: i for i in self._informers.values()}
 
     def unsynced(self) -> list[str]:

@@ -90,7 +90,7 @@ async def test_headless_service_follows_endpoint_slices_and_pods(apiserver: ApiS
         # What a translation reads by key is cached as packed JSON (shardsync.packed); the Nodes that every
         # NodePort translation reads whole are not.
         informers = h.watcher.informers
-        assert all(informers[r].packed for r in ("services", "pods", "endpointslices"))
+        assert all(informers[r].packed for r in ("services", "pods", "endpointslices.discovery.k8s.io"))
         assert not informers["nodes"].packed
 
         # db-1 becomes ready: its pod's status, then its slice condition (the EndpointSlice controller's job).

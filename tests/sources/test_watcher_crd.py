@@ -205,7 +205,7 @@ async def test_a_sharded_replica_translates_and_writes_the_statuses_of_its_own_z
             return bool(await observed_generation(h, name) == 1)
 
         await until(lambda: written("ours"))
-        informer = h.watcher.informers["dnsendpoints"]
+        informer = h.watcher.informers["dnsendpoints.externaldns.k8s.io"]
         assert set(informer.cache) == {"default/ours"} and not informer.forgotten
         assert h.records(OTHER) == {("ours.other.org", "A"): ("192.0.2.7",)} and h.records() == {}
         await anyio.sleep(0.3)  # time enough for a write this replica must not make

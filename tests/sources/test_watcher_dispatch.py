@@ -200,7 +200,11 @@ async def test_kinds_reading_one_resource_share_its_informer_and_each_hears_its_
     kube.put(WIDGETS, thing("x", "w.ex.com"))
     kube.put(GADGETS, thing("x", "g.ex.com", "192.0.2.2"))
     async with running(kube, WatchOptions(sources=("widget", "gadget", "widget"))) as run:
-        assert kube.lists[FEEDS] == 1 and list(run.watcher.informers) == ["widgets", "configmaps", "gadgets"]
+        assert kube.lists[FEEDS] == 1 and list(run.watcher.informers) == [
+            "widgets.example.test",
+            "configmaps",
+            "gadgets.example.test",
+        ]
         assert LOG.options == {"widget": None, "gadget": None}  # no flags: no options
         run.translated()
         kube.emit(FEEDS, "ADDED", feed("f", "widget:default/x", "gadget:default/x"))

@@ -136,12 +136,20 @@ async def test_gateway_outside_namespace_and_older_versions(apiserver: ApiServer
         await create(h, "tlsroutes", tls, version="v1alpha3")
         await h.settle({(f"db.{ZONE}", "A"): ("192.0.2.7",), (f"web.{ZONE}", "A"): ("192.0.2.7",)}, within=10)
         informers = h.watcher.informers
-        assert informers["tcproutes"].resource.version == "v1alpha2"
-        assert informers["tlsroutes"].resource.version == "v1alpha3"
-        assert informers["gateways"].namespace == "" and informers["tcproutes"].namespace == "apps"
+        assert informers["tcproutes.gateway.networking.k8s.io"].resource.version == "v1alpha2"
+        assert informers["tlsroutes.gateway.networking.k8s.io"].resource.version == "v1alpha3"
+        assert (
+            informers["gateways.gateway.networking.k8s.io"].namespace == ""
+            and informers["tcproutes.gateway.networking.k8s.io"].namespace == "apps"
+        )
         # Routes are read by key (packed JSON), not the Gateways and Namespaces a translation reads whole.
-        assert informers["tcproutes"].packed and informers["tlsroutes"].packed
-        assert not informers["gateways"].packed and not informers["namespaces"].packed
+        assert (
+            informers["tcproutes.gateway.networking.k8s.io"].packed
+            and informers["tlsroutes.gateway.networking.k8s.io"].packed
+        )
+        assert (
+            not informers["gateways.gateway.networking.k8s.io"].packed and not informers["namespaces"].packed
+        )
 
         # The namespace no longer carries the label the listeners select: the routes lose their names.
         await blocking(h.core.patch_namespace, "apps", {"metadata": {"labels": {"team": "other"}}})

@@ -94,7 +94,7 @@ async def test_only_the_pods_of_the_zones_run_here_are_kept_and_a_gained_zone_re
         api.close()
 
     async with watching(apiserver, SHARDED, restricted=True, expect=(OTHER,)) as h:
-        pods, slices = h.watcher.informers["pods"], h.watcher.informers["endpointslices"]
+        pods, slices = h.watcher.informers["pods"], h.watcher.informers["endpointslices.discovery.k8s.io"]
         assert set(pods.cache) == {f"default/{n}-{i}" for n in "ac" for i in range(2)}
         assert set(slices.cache) == {"default/a-x", "default/c-x"}
         assert h.records(OTHER) == {**_records("a", OTHER, 0), **_records("c", OTHER, 2)}
