@@ -142,7 +142,8 @@ def test_nested_zones_place_names_in_the_most_specific(store: FakeStore) -> None
     store.add_zone("sub.zone-0000.example")
     with pytest.raises(InvalidChangesError, match="not in zone"):
         store.apply(Z0, Changes(create=[a("x.sub.zone-0000.example")]), writer="r1")
-    store.apply_by_name(Changes(create=[a("x.sub.zone-0000.example"), a("y.zone-0000.example")]), writer="w")
+    store.apply("sub.zone-0000.example", Changes(create=[a("x.sub.zone-0000.example")]), writer="w")
+    store.apply(Z0, Changes(create=[a("y.zone-0000.example")]), writer="w")
     assert [r.dns_name for r in store.records("sub.zone-0000.example")] == ["x.sub.zone-0000.example"]
     assert "y.zone-0000.example" in {r.dns_name for r in store.records(Z0)}
     assert {e.zone for e in store.audit()[-2:]} == {Z0, "sub.zone-0000.example"}

@@ -28,20 +28,20 @@ Native JSON API (what `client.FakeHTTPProvider` speaks). The caller names itself
 - `POST /v1/admin/seed` with `{"zones": N, "recordsPerZone": R}` → `{"zones": [...]}`
 - `POST /v1/admin/zones` with `{"zone": name, "records": [Endpoint JSON...]}` → 204 (adds or replaces)
 
-Errors answer `{"error": kind, "message": text}`: 400 bad request, 404 unknown zone, 409 fenced,
-422 batch rejected for its content (nothing applied), 429 throttled or prior-request-not-complete (with
-Retry-After), 500 injected zone failure or unexpected error.
+The native API's errors answer `{"error": kind, "message": text}`: 400 bad request, 404 unknown zone, 409
+fenced, 422 batch rejected for its content (nothing applied), 429 throttled or prior-request-not-complete
+(with Retry-After), 500 injected zone failure or unexpected error.
 
-Webhook face: external-dns's webhook provider protocol at the root, media type
-`application/external.dns.webhook+json;version=1`: `GET /` negotiates and returns the domain filter
-(`{"include": [every zone]}`), `GET /records` lists every zone's records, `POST /records` applies
-create/updateOld/updateNew/delete (capitalised keys too) and answers 204, `POST /adjustendpoints` returns
-the endpoints in canonical form. With `webhook_fence` (`shardsync fake-provider --webhook-fence`) it also
-speaks shardsync's fence extension (providers/webhook/protocol.py): `GET /` advertises it, `POST
-/shardsync/fence` is the store's fence compare-and-set, and a `POST /records` carrying `X-Shardsync-Fence:
-<zone> <token>` is the store's fenced apply to that zone (409 when the fence holds another token; the
-answer confirms the fence). Without it the face is a server that never heard of the extension: no such
-route, and the header is ignored. Webhook writes are audited like the others (a fenced one with its token).
+Webhook face: external-dns's webhook provider protocol at the root (`GET /`, `GET|POST /records`, `POST
+/adjustendpoints`), answered by shardsync's webhook server (providers/webhook/server.py) over the store
+(webhook_face.py): the same routes, statuses and fence extension as `shardsync webhook-server`, with the
+fake's gate, faults and audit behind them. With `webhook_fence` (`shardsync fake-provider --webhook-fence`)
+it speaks shardsync's fence extension: `GET /` advertises it, `POST /shardsync/fence` is the store's fence
+compare-and-set, and a `POST /records` carrying `X-Shardsync-Fence: <zone> <token>` is the store's fenced
+apply to that zone. Without it the face is a server that never heard of the extension: no such route, and
+the header is ignored. Webhook writes are audited like the others (a fenced one with its token), one
+entry per zone written. The face's errors are the webhook server's (throttling, for one, is 503 with
+Retry-After there, as external-dns's webhook documentation asks).
 
 Admin and audit calls pass no gate; provider calls pay latency and limits. Every connection is served by
 aiohttp's low-level server on one event loop in a background thread: waiting for a slot and the latency take
@@ -74,48 +74,21 @@ from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import ANONYMOUS
 from shardsync.providers.fake.profile import PriorRequestNotCompleteError, profile_from_json
 from shardsync.providers.fake.store import FakeStore, UnknownZoneError
+from shardsync.providers.fake.webhook_face import StoreFace
 from shardsync.providers.httpclient import CLIENT_HEADER
-from shardsync.providers.webhook.protocol import FENCE_HEADER, FENCE_VERSION, MEDIA_TYPE, parse_fence_value
+from shardsync.providers.webhook.server import (
+    NO_CONTENT,
+    BadRequest,
+    Reply,
+    WebhookServer,
+    error_reply,
+    read_json,
+)
 
 # The name it logged under as the module shardsync/providers/fake_server.py: log lines keep their logger=.
 log = logs.get_logger("shardsync.providers.fake_server")
 
 DEFAULT_PORT = 8888
-_FENCE_SPOKEN = {FENCE_HEADER: FENCE_VERSION}
-_JSON = "application/json"
-
-
-class BadRequest(ValueError):
-    """The request itself is malformed (400)."""
-
-
-class _Reply:
-    __slots__ = ("body", "content_type", "headers", "status")
-
-    def __init__(
-        self,
-        status: int,
-        body: Any = None,
-        content_type: str = _JSON,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        self.status = status
-        self.body = b"" if body is None else orjson.dumps(body)
-        self.content_type = content_type
-        self.headers = dict(headers or {})
-
-    def response(self) -> web.Response:
-        headers = dict(self.headers)
-        if self.body:
-            headers["Content-Type"] = self.content_type
-        return web.Response(status=self.status, body=self.body or None, headers=headers)
-
-
-_NO_CONTENT = _Reply(HTTPStatus.NO_CONTENT)
-
-
-def _error(status: int, kind: str, message: str, headers: Mapping[str, str] | None = None) -> _Reply:
-    return _Reply(status, {"error": kind, "message": message}, headers=headers)
 
 
 class _Handler:
@@ -124,80 +97,57 @@ class _Handler:
     def __init__(self, store: FakeStore, webhook_fence: bool = False) -> None:
         self.store = store
         self.webhook_fence = webhook_fence
+        # No body limit: the fake's callers are tests and benches, and seeding a zone sends more than most.
+        self.webhook = WebhookServer(self._face, max_body=None)
+
+    def _face(self, caller: str) -> StoreFace:
+        return StoreFace(self.store, caller, self.webhook_fence)
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        webhook = await self.webhook.respond(request)
+        if webhook is not None:
+            return webhook
         parts = [unquote(p) for p in request.raw_path.split("?", 1)[0].split("/") if p]
         query = {k: v[-1] for k, v in parse_qs(request.query_string).items()}
         try:
-            body = await _read_body(request)
+            body = await read_json(request, max_body=None)
             reply = await self._route(request, parts, query, body)
         except ThrottledError as exc:
             retry = float(getattr(exc, "retry_after", 1.0))
             kind = (
                 "prior-request-not-complete" if isinstance(exc, PriorRequestNotCompleteError) else "throttled"
             )
-            reply = _error(429, kind, str(exc), {"Retry-After": str(max(1, math.ceil(retry)))})
+            reply = error_reply(429, kind, str(exc), {"Retry-After": str(max(1, math.ceil(retry)))})
         except FencedError as exc:
-            reply = _error(409, "fenced", str(exc))
+            reply = error_reply(409, "fenced", str(exc))
         except UnknownZoneError as exc:
-            reply = _error(404, "unknown-zone", str(exc))
+            reply = error_reply(404, "unknown-zone", str(exc))
         except BatchRejectedError as exc:
-            reply = _error(422, "rejected", str(exc))
+            reply = error_reply(422, "rejected", str(exc))
         except ProviderError as exc:
-            reply = _error(500, "failed", str(exc))
+            reply = error_reply(500, "failed", str(exc))
         except (BadRequest, InvalidEndpoint, orjson.JSONDecodeError) as exc:
-            reply = _error(400, "bad-request", str(exc))
+            reply = error_reply(400, "bad-request", str(exc))
         except Exception as exc:  # a bug here must answer, not drop the connection
             log.error("fake provider request failed", exc_info=True, path=request.path_qs)
-            reply = _error(500, "internal", f"{type(exc).__name__}: {exc}")
+            reply = error_reply(500, "internal", f"{type(exc).__name__}: {exc}")
         return reply.response()
 
-    # ---- routes ----
+    # ---- routes of the native API (the webhook face's are the webhook server's) ----
 
     async def _route(
         self, request: web.BaseRequest, parts: list[str], query: dict[str, str], body: Any
-    ) -> _Reply:
+    ) -> Reply:
         store = self.store
         client = request.headers.get(CLIENT_HEADER) or ANONYMOUS
         match request.method, parts:
-            case "GET", []:
-                zones = await store.zones_async(client)
-                spoken = _FENCE_SPOKEN if self.webhook_fence else {}
-                return _Reply(
-                    200,
-                    {"include": zones} if zones else {},
-                    MEDIA_TYPE,
-                    {"Vary": "Content-Type", **spoken},
-                )
-            case "GET", ["records"]:
-                records = await store.all_records_async(client)
-                return _Reply(200, [r.to_json() for r in records], MEDIA_TYPE)
-            case "POST", ["records"]:
-                changes = Changes.from_json(_object(body))
-                checked = self._webhook_fence(request)
-                if checked is None:
-                    await store.apply_by_name_async(changes, writer=client)
-                    return _NO_CONTENT
-                await store.apply_async(checked[0], changes, checked[1], writer=client)
-                return _Reply(HTTPStatus.NO_CONTENT, headers=_FENCE_SPOKEN)
-            case "POST", ["shardsync", "fence"] if self.webhook_fence:
-                taking = self._webhook_fence(request)
-                if taking is None:
-                    raise BadRequest(f"{FENCE_HEADER} missing")
-                await store.acquire_fence_async(*taking, writer=client)
-                return _NO_CONTENT
-            case "POST", ["adjustendpoints"]:
-                if not isinstance(body, list):
-                    raise BadRequest("expected a JSON array of endpoints")
-                adjusted = [Endpoint.from_json(item).to_json() for item in body]
-                return _Reply(200, adjusted, MEDIA_TYPE)
             case "GET", ["healthz"]:
-                return _Reply(200, {"ok": True})
+                return Reply(200, {"ok": True})
             case "GET", ["v1", "zones"]:
                 if "versions" not in query:
-                    return _Reply(200, {"zones": await store.zones_async(client)})
+                    return Reply(200, {"zones": await store.zones_async(client)})
                 zones, versions = await store.zones_and_versions_async(client)
-                return _Reply(200, {"zones": zones, "versions": versions})
+                return Reply(200, {"zones": zones, "versions": versions})
             case "GET", ["v1", "zones", zone, "records"]:
                 after = _key(query.get("after"))
                 limit = _optional_int(query.get("limit"))
@@ -207,9 +157,9 @@ class _Handler:
                 )
                 etag = {"ETag": f'"{version}"'} if after is None else None
                 if page is None:
-                    return _Reply(HTTPStatus.NOT_MODIFIED, headers=etag)
+                    return Reply(HTTPStatus.NOT_MODIFIED, headers=etag)
                 body = {"records": [r.to_json() for r in page], "next": nxt and list(nxt)}
-                return _Reply(200, body, headers=etag)
+                return Reply(200, body, headers=etag)
             case "POST", ["v1", "zones", zone, "changes"]:
                 data = _object(body)
                 await store.apply_async(
@@ -219,83 +169,63 @@ class _Handler:
                     writer=str(data.get("writer") or client),
                     generation=_optional_int(data.get("generation")),
                 )
-                return _NO_CONTENT
+                return NO_CONTENT
             case "POST", ["v1", "zones", zone, "fence"]:
                 data = _object(body)
                 token = _token(data.get("token"))
                 if token is None:
                     raise BadRequest("token missing")
                 await store.acquire_fence_async(zone, token, writer=str(data.get("writer") or client))
-                return _NO_CONTENT
+                return NO_CONTENT
             case "GET", ["v1", "zones", zone, "fence"]:
                 fence = store.fence_of(zone)
-                return _Reply(200, {"fence": fence.to_text() if fence else None})
+                return Reply(200, {"fence": fence.to_text() if fence else None})
             case "GET", ["v1", "audit"]:
                 since = _optional_int(query.get("since")) or 0
                 entries = store.audit(since=since, zone=query.get("zone"))
                 next_seq = entries[-1].seq + 1 if entries else since
                 audit = [e.to_json() for e in entries]
-                return _Reply(200, {"audit": audit, "next": next_seq, "dropped": store.audit_dropped()})
+                return Reply(200, {"audit": audit, "next": next_seq, "dropped": store.audit_dropped()})
             case "DELETE", ["v1", "audit"]:
                 store.clear_audit()
-                return _NO_CONTENT
+                return NO_CONTENT
             case "GET", ["v1", "admin", "limits"]:
-                return _Reply(200, store.limits.to_json())
+                return Reply(200, store.limits.to_json())
             case "POST", ["v1", "admin", "limits"]:
                 try:
                     store.set_limits(store.limits.merged(_object(body)))
                 except ValueError as exc:
                     raise BadRequest(str(exc)) from exc
-                return _Reply(200, store.limits.to_json())
+                return Reply(200, store.limits.to_json())
             case "GET", ["v1", "admin", "faults"]:
-                return _Reply(200, store.faults.to_json())
+                return Reply(200, store.faults.to_json())
             case "POST", ["v1", "admin", "faults"]:
                 try:
                     store.set_faults(Faults.from_json(_object(body)))
                 except ValueError as exc:
                     raise BadRequest(str(exc)) from exc
-                return _Reply(200, store.faults.to_json())
+                return Reply(200, store.faults.to_json())
             case "GET", ["v1", "admin", "profile"]:
-                return _Reply(200, {**store.profile.to_json(), "blocks": store.profile_blocks})
+                return Reply(200, {**store.profile.to_json(), "blocks": store.profile_blocks})
             case "POST", ["v1", "admin", "profile"]:
                 try:
                     store.set_profile(profile_from_json(_object(body)))
                 except ValueError as exc:
                     raise BadRequest(str(exc)) from exc
-                return _Reply(200, store.profile.to_json())
+                return Reply(200, store.profile.to_json())
             case "POST", ["v1", "admin", "seed"]:
                 data = _object(body)
                 count = _optional_int(data.get("zones")) or 0
                 per_zone = _optional_int(data.get("recordsPerZone")) or 0
-                return _Reply(200, {"zones": store.seed(count, per_zone)})
+                return Reply(200, {"zones": store.seed(count, per_zone)})
             case "POST", ["v1", "admin", "zones"]:
                 data = _object(body)
                 items = data.get("records") or []
                 if not isinstance(data.get("zone"), str) or not isinstance(items, list):
                     raise BadRequest("expected {zone: string, records: [endpoints]}")
                 store.add_zone(data["zone"], [Endpoint.from_json(item) for item in items])
-                return _NO_CONTENT
-        return _error(404, "not-found", f"no route for {request.method} {request.path_qs}")
-
-    def _webhook_fence(self, request: web.BaseRequest) -> tuple[str, FenceToken] | None:
-        """The zone and token of a webhook call's fence header; None without one, or when the extension is
-        off (the header is then ignored, as a server that never heard of it would)."""
-        value = request.headers.get(FENCE_HEADER) if self.webhook_fence else None
-        if value is None:
-            return None
-        try:
-            return parse_fence_value(value)
-        except ValueError as exc:
-            raise BadRequest(str(exc)) from exc
-
-
-async def _read_body(request: web.BaseRequest) -> Any:
-    if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
-        raise BadRequest("a body needs a valid Content-Length")
-    if not request.content_length:
-        return None
-    # The stream itself: BaseRequest.read() would cap a body at 1 MiB, and seeding a zone sends more.
-    return orjson.loads(await request.content.read())
+                return NO_CONTENT
+        return error_reply(404, "not-found", f"no route for {request.method} {request.path_qs}")
 
 
 def _etag_value(header: str | None) -> str | None:

@@ -272,16 +272,6 @@ class FakeStore:
         op = partial(self._apply, zone, changes, fence, writer, generation)
         await self._gated_async(writer, op, change=zone, writes=self._enforcer.writes_of(changes))
 
-    def apply_by_name(self, changes: Changes, *, writer: str) -> None:
-        """Apply changes spanning any zones, placing each RRset in its most specific zone (the webhook face).
-
-        Unfenced. All zones commit together or none does; one audit entry per zone touched.
-        """
-        self._gated(writer, partial(self._apply_by_name, changes, writer))
-
-    async def apply_by_name_async(self, changes: Changes, *, writer: str) -> None:
-        await self._gated_async(writer, partial(self._apply_by_name, changes, writer))
-
     def acquire_fence(self, zone: str, token: FenceToken, *, writer: str | None = None) -> None:
         """Make `token` the zone's fence: a compare-and-set (see the module docstring)."""
         zone, writer = normalize_name(zone), writer or token.identity
@@ -384,30 +374,6 @@ class FakeStore:
         commit(self._zones[zone], staged)
         self._changed(zone)
         self._audit.record("apply", zone, writer, generation, fence, started, len(changes))
-
-    def _apply_by_name(self, changes: Changes, writer: str, started: Started) -> None:
-        index = self._zone_index()
-        parts: dict[str, Changes] = {}
-        try:
-            for attr in ("create", "update_old", "update_new", "delete"):
-                for ep in getattr(changes, attr):
-                    zone = index.zone_of(ep.dns_name)
-                    if zone is None:
-                        raise InvalidChangesError(f"{ep.dns_name}: in no zone this provider serves")
-                    getattr(parts.setdefault(zone, Changes()), attr).append(ep)
-            staged: dict[str, dict[Key, Endpoint | None]] = {}
-            for zone, part in sorted(parts.items()):
-                self._faults.check_zone(zone)
-                self._faults.check_records(part)
-                staged[zone] = stage(self._zones[zone], zone, part, index, self._exact_deletes)
-        except ProviderError as exc:
-            for zone in sorted(parts):
-                self._audit.record("apply", zone, writer, None, None, started, exc)
-            raise
-        for zone, zone_staged in staged.items():
-            commit(self._zones[zone], zone_staged)
-            self._changed(zone)
-            self._audit.record("apply", zone, writer, None, None, started, len(parts[zone]))
 
     def _set_fence(self, zone: str, token: FenceToken, writer: str, started: Started) -> None:
         try:

@@ -4,10 +4,11 @@ The protocol (media type `application/external.dns.webhook+json;version=1`): `GE
 the server's domain filter (`{"include", "exclude", "regexInclude", "regexExclude"}`), `GET /records` lists
 every record the server manages, `POST /records` applies `{create, updateOld, updateNew, delete}` and
 answers 204, `POST /adjustendpoints` lets the server rewrite endpoints before planning. external-dns
-retries only 5xx answers and takes any other failure as final. We map 429 to ThrottledError, another 4xx
-to `POST /records` to BatchRejectedError (the server refused that content: the worker splits the batch
-to find the record at fault), transport failures to UnreachableError and the rest to ProviderError, and
-leave retrying to the worker.
+retries only 5xx answers and takes any other failure as final, so its documentation asks a server to
+answer a rate limit with a 5xx. We map 429, and 503 with a Retry-After (how server.py answers throttling),
+to ThrottledError, another 4xx to `POST /records` to BatchRejectedError (the server refused that
+content: the worker splits the batch to find the record at fault), transport failures to UnreachableError
+and the rest to ProviderError, and leave retrying to the worker.
 
 The protocol is not zone-scoped, so:
 - `zones()` are the configured zones (`zones=`), else the negotiated filter's `include` list less the
@@ -152,7 +153,7 @@ class WebhookProvider:
         with transport_errors(what, self._timeout):
             resp = await self._http.request(method, self.url + path, content=content, headers=headers)
         text = f"{what}: {resp.status_code} {resp.text[:300]}"
-        if resp.status_code == 429:
+        if resp.status_code == 429 or (resp.status_code == 503 and "Retry-After" in resp.headers):
             raise ThrottledError(text, retry_after(resp))
         if fence is not None and resp.status_code in FENCED_STATUSES:
             raise FencedError(text)

@@ -1,7 +1,7 @@
 """The wire format of external-dns's webhook provider protocol as shardsync speaks it, and of shardsync's
 fence extension (README.md, "Webhook fence extension", is the specification a webhook author reads): the
-names, values and status codes the client (client.py) and the servers that speak the protocol (the fake
-provider's webhook face) share, so each is spelled once.
+names, values and status codes the client (client.py) and the server (server.py, which the fake provider's
+webhook face is built on) share, so each is spelled once.
 
 The extension in one paragraph: a server advertises it by answering `GET /` with the header
 `X-Shardsync-Fence: 1`. shardsync then takes a zone's fence with `POST /shardsync/fence` carrying
@@ -28,6 +28,18 @@ FENCED_STATUSES = frozenset({409, 412})  # what a server answers a stale token w
 
 def same_media_type(value: str) -> bool:
     return value.replace(" ", "").lower() == MEDIA_TYPE
+
+
+def accepts_media_type(accept: str | None) -> bool:
+    """Whether a request's `Accept` admits the protocol's media type: absent, naming it, or a wildcard that
+    covers it (`*/*`, `application/*`); a quality parameter is ignored."""
+    if not accept or not accept.strip():
+        return True
+    for item in accept.split(","):
+        kept = ";".join(p for p in item.split(";") if not p.strip().lower().startswith("q="))
+        if same_media_type(kept) or kept.strip().lower() in ("*/*", "application/*"):
+            return True
+    return False
 
 
 def speaks_fence(headers: Mapping[str, str]) -> bool:
