@@ -1,13 +1,9 @@
 """Flags and environment variables of `shardsync run` → one frozen Settings object.
 
 Flag names follow external-dns where they mean the same thing, so an external-dns manifest's args carry
-over. Every flag can also come from the environment: `SHARDSYNC_<FLAG>` (upper case, `-` → `_`), or
-external-dns's own `EXTERNAL_DNS_<FLAG>` for a migrating user; a flag on the command line wins. Repeatable
-flags take a comma-separated list from the environment. An environment value is parsed like the flag's
-(type and choices) but, unlike a flag, an unparsable one is not argparse's to report: it is kept as the
-flag's default (`FromEnv`) and reported by `settings_from_args` as a ConfigError naming the variable —
-only when the command line does not set the flag itself. A later check that refuses a value that came from
-the environment names the variable too. Identity and namespace come from the downward API
+over. Every flag can also come from the environment (`SHARDSYNC_<FLAG>`, or external-dns's own
+`EXTERNAL_DNS_<FLAG>`; shardsync.flag_args declares and reads them), and a check that refuses a value that
+came from the environment names the variable. Identity and namespace come from the downward API
 (`POD_NAME`, `POD_NAMESPACE`), as in a StatefulSet.
 
 The core flags fill `Settings` itself; each provider and source kind declares its own `FlagGroup`
@@ -21,10 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
+from shardsync import flag_args
 from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.durations import format_duration
 from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
@@ -243,188 +240,20 @@ def flag_groups() -> tuple[FlagGroup[Any], ...]:
 
 
 def all_flags() -> list[tuple[FlagGroup[Any], Flag]]:
-    """Every flag once, with the first group declaring it: a flag several groups declare alike
-    (external-dns's `--zone-id-filter`, which every cloud provider reads) is one command-line flag whose
-    value each of those groups receives."""
-    first: dict[str, tuple[FlagGroup[Any], Flag]] = {}
-    for group in flag_groups():
-        for flag in group.flags:
-            if flag.option not in first:
-                first[flag.option] = (group, flag)
-            else:
-                _check_shared(first[flag.option], (group, flag))
-    return list(first.values())
-
-
-def _check_shared(a: tuple[FlagGroup[Any], Flag], b: tuple[FlagGroup[Any], Flag]) -> None:
-    """Two groups may declare one flag only alike: same kind of value and the same default."""
-    (group_a, flag_a), (group_b, flag_b) = a, b
-    same = (flag_a.kind, flag_a.repeat, flag_a.switch, flag_a.choices, flag_a.secret) == (
-        flag_b.kind,
-        flag_b.repeat,
-        flag_b.switch,
-        flag_b.choices,
-        flag_b.secret,
-    )
-    if not same or group_a.default(flag_a) != group_b.default(flag_b):
-        raise TypeError(f"{flag_a.option}: declared differently by {group_a.name} and {group_b.name}")
-
-
-def _env_entry(flag: Flag, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """The environment variable that sets `flag` and its value (SHARDSYNC_ first), if any."""
-    for key in (f"SHARDSYNC_{flag.env_suffix}", f"EXTERNAL_DNS_{flag.env_suffix}"):
-        if key in env:
-            return key, env[key]
-    return None
-
-
-def _env_value(flag: Flag, env: Mapping[str, str]) -> str | None:
-    entry = _env_entry(flag, env)
-    return entry[1] if entry is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class FromEnv:
-    """A flag's default taken from the environment variable `key`: its parsed `value`, or the `error` that
-    parsing it gave. argparse leaves a non-string default as it is, so a flag still holding one after
-    parsing was not given on the command line."""
-
-    key: str
-    value: Any = None
-    error: str = ""
-
-
-def _kind_error(kind: Callable[[str], Any], exc: Exception) -> str:
-    if kind is int:  # int()'s own message names Python, not the user's mistake
-        return "expected a whole number"
-    if kind is float:
-        return "expected a number"
-    return str(exc)
-
-
-def _from_env(flag: Flag, key: str, raw: str, kind: Callable[[str], Any]) -> FromEnv:
-    """The environment's value `raw` parsed as the flag's would be (a repeatable flag's: a comma-separated
-    list, each item parsed)."""
-    items = [v.strip() for v in raw.split(",") if v.strip()] if flag.repeat else [raw]
-    shown = f"{key}={raw}" if not flag.secret else key  # a secret is never echoed back
-    parsed = []
-    for item in items:
-        which = f"{item!r}: " if flag.repeat else ""
-        try:
-            value = kind(item)
-        except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
-            return FromEnv(key, error=f"{shown}: {which}{_kind_error(kind, exc)}")
-        if flag.choices is not None and value not in flag.choices:
-            return FromEnv(key, error=f"{shown}: {which}not one of {', '.join(map(str, flag.choices))}")
-        parsed.append(value)
-    return FromEnv(key, value=parsed if flag.repeat else parsed[0])
-
-
-def _help(group: FlagGroup[Any], flag: Flag) -> str:
-    """external-dns's help style: the text, the default as it is written on the command line, and the
-    environment variables that set the flag."""
-    default = group.default(flag)
-    notes = []
-    if "(default:" not in flag.help and default not in ("", ()) and not flag.secret:
-        notes.append(f"default: {flag.show(default)}")
-    notes.append(f"env: SHARDSYNC_{flag.env_suffix} or EXTERNAL_DNS_{flag.env_suffix}")
-    text = f"{flag.help} ({'; '.join(notes)})"
-    return text.replace("%", "%%")  # argparse formats help with %: `%{record_type}` is text
+    """Every flag of `shardsync run` once (flag_args.all_flags)."""
+    return flag_args.all_flags(flag_groups())
 
 
 def configure(parser: argparse.ArgumentParser, env: Mapping[str, str] | None = None) -> None:
     """Declare every flag on `parser`, with defaults taken from the environment."""
-    env = os.environ if env is None else env
-    # a flag several groups share is declared with the first of them
-    declared = {(group.name, flag.option) for group, flag in all_flags()}
-    for group in flag_groups():
-        section = parser if group is CORE else parser.add_argument_group(group.title)
-        for flag in group.flags:
-            if (group.name, flag.option) in declared:
-                _add(section, group, flag, env)
-
-
-def _dest(group: FlagGroup[Any], flag: Flag) -> str:
-    # A group's flag is kept under its option's name, so a flag several groups share has one value.
-    return flag.name if group is CORE else "flag." + flag.option[2:]
-
-
-def _add(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    group: FlagGroup[Any],
-    flag: Flag,
-    env: Mapping[str, str],
-) -> None:
-    default = group.default(flag)
-    entry = _env_entry(flag, env)
-    dest, help_text = _dest(group, flag), _help(group, flag)
-    if flag.switch:
-        parser.add_argument(
-            flag.option,
-            dest=dest,
-            nargs="?",
-            const=True,
-            type=boolean,
-            default=_from_env(flag, *entry, boolean) if entry is not None else default,
-            help=help_text,
-            metavar="true|false",
-        )
-        parser.add_argument(
-            "--no-" + flag.option[2:], dest=dest, action="store_false", help=argparse.SUPPRESS
-        )
-    elif flag.repeat:
-        env_list = _from_env(flag, *entry, flag.kind) if entry is not None else None
-        parser.add_argument(
-            flag.option,
-            dest=dest,
-            action="append",
-            type=flag.kind,
-            choices=flag.choices,
-            default=None,
-            help=help_text,
-            metavar=None if flag.choices else flag.env_suffix.replace("_", "-"),
-        )
-        parser.set_defaults(**{f"_env_{dest}": env_list})
-    else:
-        parser.add_argument(
-            flag.option,
-            dest=dest,
-            type=flag.kind,
-            choices=flag.choices,
-            default=_from_env(flag, *entry, flag.kind) if entry is not None else default,
-            help=help_text,
-            metavar=None if flag.choices else flag.env_suffix.replace("_", "-"),
-        )
-
-
-def _values(args: argparse.Namespace, group: FlagGroup[Any], origins: dict[str, str]) -> dict[str, Any]:
-    """The group's values from the parsed flags; `origins` gets option -> variable for each value that
-    came from the environment. ConfigError naming the variable for an environment value that does not
-    parse."""
-    values: dict[str, Any] = {}
-    for flag in group.flags:
-        dest = _dest(group, flag)
-        value = getattr(args, dest)
-        if flag.repeat and value is None:
-            value = getattr(args, f"_env_{dest}", None)
-        if isinstance(value, FromEnv):
-            if value.error:
-                raise ConfigError(value.error)
-            origins[flag.option] = value.key
-            value = value.value
-        if flag.repeat:
-            value = tuple(value) if value is not None else group.default(flag)
-            if flag.kind is str.upper:
-                value = tuple(v.upper() for v in value)
-        values[flag.name] = value
-    return values
+    flag_args.declare(parser, flag_groups(), env, top=CORE)
 
 
 def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Settings:
     """Build and validate Settings from parsed flags; fill identity and namespace from the pod."""
     env = os.environ if env is None else env
     origins: dict[str, str] = {}
-    values = _values(args, CORE, origins)
+    values = flag_args.group_values(args, CORE, origins, top=CORE)
     if not values["identity"]:
         values["identity"] = env.get("POD_NAME") or socket.gethostname()
     if values["lease_namespace"] == Settings().lease_namespace and env.get("POD_NAMESPACE"):
@@ -432,22 +261,14 @@ def settings_from_args(args: argparse.Namespace, env: Mapping[str, str] | None =
     groups: dict[str, Any] = {}
     for group in flag_groups():
         if group is not CORE:
-            options = group.options(**_values(args, group, origins))
+            options = group.options(**flag_args.group_values(args, group, origins))
             groups[group.name] = options
     settings = Settings(**values, groups=groups)
     try:
         validate(settings)
     except ConfigError as exc:
-        raise ConfigError(_with_origin(str(exc), origins)) from None
+        raise ConfigError(flag_args.with_origin(str(exc), origins)) from None
     return settings
-
-
-def _with_origin(message: str, origins: Mapping[str, str]) -> str:
-    """`message` naming the environment variable its flag's value came from, if it did."""
-    for option, key in origins.items():
-        if message.startswith((f"{option} ", f"{option}:", f"{option}=")):
-            return f"{message} (from {key})"
-    return message
 
 
 def validate(s: Settings) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shardsync import config
+from shardsync import config, flag_args
 from shardsync.cli import main
 from tests.deploy import flags_table
 
@@ -22,7 +22,7 @@ def test_external_dns_names_are_flags_and_each_option_is_declared_once() -> None
 
 @pytest.mark.parametrize("flag", [f for _, f in config.all_flags()], ids=lambda f: f.option)
 def test_the_environment_column_names_the_variable_config_reads(flag: config.Flag) -> None:
-    assert config._env_value(flag, {flags_table.env_name(flag): "value"}) == "value"
+    assert flag_args.env_value(flag, {flags_table.env_name(flag): "value"}) == "value"
 
 
 def test_readme_table_is_generated_from_flags() -> None:
