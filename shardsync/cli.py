@@ -30,6 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("shardsync.run_command", "run one replica (external-dns style flags)"),
     "apiserver": ("shardsync.local.apiserver.command", "run the embedded Kubernetes API server"),
     "fake-provider": ("shardsync.providers.fake.command", "serve the fake DNS provider over HTTP (shared)"),
+    "webhook-server": (
+        "shardsync.providers.webhook.command",
+        "serve a DNS provider over external-dns's webhook protocol (for --provider=webhook)",
+    ),
     "local": ("shardsync.local.command", "run N replicas, an API server and a fake provider here, live"),
     "shards": ("shardsync.shards.command", "show the zone assignment and sync state, explain, what-if"),
 }

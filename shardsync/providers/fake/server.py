@@ -83,6 +83,7 @@ from shardsync.providers.webhook.server import (
     WebhookServer,
     error_reply,
     read_json,
+    start_runner,
 )
 
 # The name it logged under as the module shardsync/providers/fake_server.py: log lines keep their logger=.
@@ -307,14 +308,7 @@ class FakeServer:
             raise
 
     async def _serve(self) -> int:
-        # An idle keep-alive connection is dropped after 120 s, as before.
-        server = web.Server(_Handler(self.store, self.webhook_fence), access_log=None, keepalive_timeout=120)
-        self._runner = runner = web.ServerRunner(server, shutdown_timeout=10)
-        await runner.setup()
-        host, port = self._address
-        # stop() waits this long for the calls in progress (latency plus queue timeout), then cancels them.
-        site = web.TCPSite(runner, host, port, backlog=256, reuse_address=True)
-        await site.start()
+        self._runner = runner = await start_runner(_Handler(self.store, self.webhook_fence), *self._address)
         return int(runner.addresses[0][1])
 
     def stop(self) -> None:

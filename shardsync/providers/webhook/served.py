@@ -24,7 +24,7 @@ import anyio
 
 from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import Changes, Endpoint, ZoneIndex
-from shardsync.providers.base import Provider
+from shardsync.providers.base import Provider, ProviderError
 
 READ_CONCURRENCY = 8  # zones read at once for one GET /records
 ZONES_FRESH_FOR = 10.0  # seconds a write trusts the last zone list
@@ -98,14 +98,23 @@ class ServedZones:
         found: list[list[Endpoint]] = [[] for _ in zones]
         limiter = anyio.CapacityLimiter(self.concurrency)
 
+        failed: list[ProviderError] = []
+
         async def read(i: int, zone: str) -> None:
-            async with limiter:
-                records = await provider.records(zone)
+            try:
+                async with limiter:
+                    records = await provider.records(zone)
+            except ProviderError as exc:  # the listing fails as this read did; the other reads stop
+                failed.append(exc)
+                tg.cancel_scope.cancel()
+                return
             found[i] = [ep for ep in records if index.zone_of(ep.dns_name) == zone]
 
         async with anyio.create_task_group() as tg:
             for i, zone in enumerate(zones):
                 tg.start_soon(read, i, zone)
+        if failed:
+            raise failed[0]
         return [ep for records in found for ep in records]
 
 

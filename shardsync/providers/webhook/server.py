@@ -41,7 +41,7 @@ is logged in one line.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -179,6 +179,25 @@ async def read_json(request: web.BaseRequest, max_body: int | None = MAX_BODY) -
         raise BodyTooLarge(f"body of {length} bytes, over this server's limit of {max_body}")
     # The stream itself: BaseRequest.read() would cap a body at 1 MiB.
     return orjson.loads(await request.content.read())
+
+
+async def start_runner(
+    handler: Callable[[web.BaseRequest], Awaitable[web.StreamResponse]], host: str | None, port: int
+) -> web.ServerRunner:
+    """aiohttp's low-level server for `handler`, listening on `host:port` (None: every interface; port 0: a
+    free one, then `runner.addresses[0][1]`): HTTP/1.1 keep-alive (an idle connection dropped after 120 s),
+    no access log; `runner.cleanup()` stops it, waiting up to 10 s for the calls in progress. OSError when
+    it cannot listen there."""
+    runner = web.ServerRunner(
+        web.Server(handler, access_log=None, keepalive_timeout=120), shutdown_timeout=10
+    )
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port, backlog=256, reuse_address=True).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
 
 
 def _changes(body: Any) -> Changes:
