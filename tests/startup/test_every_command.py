@@ -90,6 +90,7 @@ def test_every_parser_takes_full_flag_names_only(command: str) -> None:
         (["--vers", "run"], "shardsync run", "--vers"),
         (["apiserver", "--kubeconfig=x"], "shardsync apiserver", "--kubeconfig=x"),
         (["fake-provider", "--record=2"], "shardsync fake-provider", "--record=2"),
+        (["webhook-server", "--provider=fake", "--fake-zon=a"], "shardsync webhook-server", "--fake-zon=a"),
         (["local", "--replica=2"], "shardsync local", "--replica=2"),
         (["shards", "--expl=a.example"], "shardsync shards", "--expl=a.example"),
     ],
@@ -130,6 +131,22 @@ def test_an_address_this_host_does_not_have(command: str) -> None:
     one_line(done, ENVIRONMENT, f"shardsync {command}", "cannot listen on 192.0.2.1:0", "assign")
 
 
+WEBHOOK_SERVER = ["webhook-server", "--provider=fake", "--fake-zone=a.example"]
+
+
+@pytest.mark.parametrize("flag", ["--listen-address", "--metrics-address"])
+def test_webhook_server_on_a_busy_port(busy_port: int, flag: str) -> None:
+    other = "--metrics-address" if flag == "--listen-address" else "--listen-address"
+    done = shardsync(*WEBHOOK_SERVER, f"{flag}=127.0.0.1:{busy_port}", f"{other}=127.0.0.1:0")
+    line = one_line(done, ENVIRONMENT, "shardsync webhook-server", f"127.0.0.1:{busy_port}", "cannot listen")
+    assert "in use" in line
+
+
+def test_webhook_server_on_an_address_this_host_does_not_have() -> None:
+    done = shardsync(*WEBHOOK_SERVER, "--listen-address=192.0.2.1:0", "--metrics-address=127.0.0.1:0")
+    one_line(done, ENVIRONMENT, "shardsync webhook-server", "cannot listen on 192.0.2.1:0", "assign")
+
+
 # ---- flag values out of range ----------------------------------------------------------------------------
 
 
@@ -150,6 +167,15 @@ def test_an_address_this_host_does_not_have(command: str) -> None:
         (["local", "scale", "x"], ["replicas", "expected a whole number"]),
         (["shards", "--timeout", "-1"], ["--timeout", "'-1'"]),
         (["shards", "--what-if-replicas", "-1"], ["--what-if-replicas", "must not be negative"]),
+        (["webhook-server"], ["--provider is required", "pdns"]),
+        (["webhook-server", "--provider=webhook"], ["--provider", "invalid choice: 'webhook'"]),
+        (["webhook-server", "--provider=pdns"], ["--pdns-api-key"]),
+        (
+            ["webhook-server", "--provider=fake", "--listen-address=8888"],
+            ["--listen-address=8888", "HOST:PORT"],
+        ),
+        (["webhook-server", "--provider=fake", "--domain-filter=a..b"], ["--domain-filter=a..b"]),
+        (["webhook-server", "--log-level", "loud"], ["--log-level", "invalid choice"]),
     ],
 )
 def test_a_bad_flag_value_is_a_usage_error(argv: list[str], words: list[str]) -> None:
@@ -234,11 +260,19 @@ def test_shards_into_a_closed_pipe(apiserver: ApiServer) -> None:
     assert (done.returncode, done.stderr) == (OUTPUT_CLOSED, "")
 
 
-@pytest.mark.parametrize("command", ["apiserver", "fake-provider"])
-def test_a_server_whose_output_is_closed_stops_quietly(command: str) -> None:
-    """Both print where they listen on stdout; with nobody reading, they stop (as any process would on
-    SIGPIPE), leaving only their log lines (started, stopped) on stderr."""
-    done = closed_output(command, "--port", "0")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apiserver", "--port", "0"],
+        ["fake-provider", "--port", "0"],
+        [*WEBHOOK_SERVER, "--listen-address=127.0.0.1:0", "--metrics-address=127.0.0.1:0"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_a_server_whose_output_is_closed_stops_quietly(argv: list[str]) -> None:
+    """Each prints where it listens on stdout; with nobody reading, it stops (as any process would on
+    SIGPIPE), leaving only its log lines (started, stopped) on stderr."""
+    done = closed_output(*argv)
     assert done.returncode == OUTPUT_CLOSED
     assert all(line.startswith("ts=") for line in done.stderr.splitlines()), done.stderr
 

@@ -135,7 +135,7 @@ def main(args: argparse.Namespace) -> int:
     except OSError as exc:  # a file a flag names could not be read
         return _fail(str(exc), ENVIRONMENT)
     except (ConfigError, ValueError) as exc:
-        return _fail(str(exc), USAGE)
+        return _fail(f"{exc}; see shardsync webhook-server --help", USAGE)
     logs.setup(options.identity, options.log_level, options.log_format)
     try:
         provider = PROVIDERS[options.provider].create(provider_options, options.identity)
