@@ -1,6 +1,7 @@
 """What the cloud providers' end-to-end tests share: a LoadBalancer Service annotated with a hostname, its
 load-balancer address, and the arguments of one quick `shardsync run` replica watching Services
-(`--domain-filter=example.org`, short leases, `--events`), to which a test adds its provider's."""
+(`--domain-filter=example.org` unless told other domains, short leases, `--events`), to which a test adds
+its provider's."""
 
 from __future__ import annotations
 
@@ -28,14 +29,16 @@ def set_ingress(core: k8s.CoreV1Api, name: str, ingress: dict[str, str]) -> None
     )
 
 
-def replica_args(kubeconfig: str, port: int, owner: str, *provider: str) -> list[str]:
+def replica_args(
+    kubeconfig: str, port: int, owner: str, *provider: str, domains: tuple[str, ...] = ("example.org",)
+) -> list[str]:
     """`shardsync run` as the tests start one replica, with the provider's arguments."""
     return [
         "run",
         f"--kubeconfig={kubeconfig}",
         "--source=service",
         *provider,
-        "--domain-filter=example.org",
+        *(f"--domain-filter={domain}" for domain in domains),
         f"--txt-owner-id={owner}",
         f"--metrics-address=127.0.0.1:{port}",
         "--identity=shardsync-0",

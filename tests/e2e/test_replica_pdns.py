@@ -117,6 +117,24 @@ def start_replica(
     return replica
 
 
+def update_then_delete(core: k8s.CoreV1Api, pdns: PowerDnsServer, zone: str) -> None:
+    """The Service `web` (192.0.2.10 in `zone`) moves to 192.0.2.11, then goes: its A record follows, then
+    goes with its TXT ownership record."""
+    set_lb_ip(core, "web", "192.0.2.11")
+    eventually_sync(lambda: pdns.texts(f"web.{zone}", "A") == {"192.0.2.11"}, within=15)
+    core.delete_namespaced_service("web", "default")
+    eventually_sync(lambda: pdns.texts(f"web.{zone}", "A") == set(), within=15)
+    assert pdns.texts(f"a-web.{zone}", "TXT") == set()
+
+
+def assert_adopted(pdns: PowerDnsServer, replica: ShardsyncProcess, zone: str, before: object) -> None:
+    """The zone holds what it held (`rows` before the replica started) and the replica wrote other zones,
+    never this one."""
+    assert rows(pdns, zone) == before
+    applied = [line for line in replica.log().splitlines() if 'event="zone changes applied"' in line]
+    assert applied and not [line for line in applied if f"zone={zone}" in line]
+
+
 def test_a_replica_writes_powerdns_through_its_api(
     apiserver: ApiServer, pdns: PowerDnsServer, procs: Processes, tmp_path: Path
 ) -> None:
@@ -135,20 +153,12 @@ def test_a_replica_writes_powerdns_through_its_api(
     (fence,) = pdns.texts(f"_shardsync-fence.{ZONE}", "TXT")
     assert FenceToken.from_text(fence).identity == "shardsync-0"
 
-    # update, then delete: record and ownership record go
-    set_lb_ip(core, "web", "192.0.2.11")
-    eventually_sync(lambda: pdns.texts(f"web.{ZONE}", "A") == {"192.0.2.11"}, within=15)
-    core.delete_namespaced_service("web", "default")
-    eventually_sync(lambda: pdns.texts(f"web.{ZONE}", "A") == set(), within=15)
-    assert pdns.texts(f"a-web.{ZONE}", "TXT") == set()
-
+    update_then_delete(core, pdns, ZONE)
     # another owner's record was never touched, though a Service asked for the name
     assert pdns.texts(f"other.{ZONE}", "A") == {"198.51.100.7"}
     assert "reason=not-owned" in replica.log()
     # external-dns's records with our owner id were adopted as they are: no PATCH to that zone
-    assert rows(pdns, ADOPT) == adopted
-    applied = [line for line in replica.log().splitlines() if 'event="zone changes applied"' in line]
-    assert applied and not [line for line in applied if f"zone={ADOPT}" in line]
+    assert_adopted(pdns, replica, ADOPT, adopted)
     # the zone the domain filter leaves out is never written, though the API lists it
     assert pdns.texts(f"outside.{LEFT_OUT}", "A") == set()
     # the API key and the TSIG secret stay in the process

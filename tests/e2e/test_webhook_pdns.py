@@ -32,7 +32,10 @@ from tests.processes import Processes, ShardsyncProcess, free_port, wait_ready
 from tests.providers.test_pdns import rows
 from tests.waits import eventually_sync
 
-from .test_replica_rfc2136 import publish, set_lb_ip
+from .cloud_replica import replica_args
+from .test_replica_pdns import assert_adopted, update_then_delete
+from .test_replica_pdns import rows as absolute_rows
+from .test_replica_rfc2136 import publish
 
 pytestmark = [pytest.mark.pdns, pytest.mark.multiprocess]
 
@@ -89,23 +92,8 @@ def start_webhook_server(pdns: PowerDnsServer, procs: Processes, *extra: str) ->
 
 def start_replica(apiserver: ApiServer, url: str, procs: Processes, *domains: str) -> ShardsyncProcess:
     port = free_port()
-    args = [
-        "run",
-        f"--kubeconfig={apiserver.kubeconfig}",
-        "--source=service",
-        "--provider=webhook",
-        f"--webhook-provider-url={url}",
-        *(f"--domain-filter={d}" for d in domains),
-        f"--txt-owner-id={OWNER}",
-        f"--metrics-address=127.0.0.1:{port}",
-        "--identity=shardsync-0",
-        "--lease-namespace=default",
-        "--lease-duration=6s",
-        "--renew-interval=1s",
-        "--settle-delay=200ms",
-        "--events",
-        "--interval=1m",
-    ]
+    webhook = ("--provider=webhook", f"--webhook-provider-url={url}")
+    args = replica_args(str(apiserver.kubeconfig), port, OWNER, *webhook, domains=domains)
     replica = procs.start("replica", args)
     wait_ready(f"http://127.0.0.1:{port}", replica)
     return replica
@@ -122,7 +110,7 @@ def test_a_replica_writes_powerdns_through_a_webhook_server(
     publish(core, "web", f"web.{ZONE}", "192.0.2.10")
     publish(core, "other", f"other.{ZONE}", "192.0.2.99")
     publish(core, "kept", f"kept.{ADOPT}", "192.0.2.50")
-    adopted = rows(pdns, ADOPT)
+    adopted = absolute_rows(pdns, ADOPT)
     server, url = start_webhook_server(pdns, procs)
     replica = start_replica(apiserver, url, procs, ZONE, ADOPT)
 
@@ -137,16 +125,8 @@ def test_a_replica_writes_powerdns_through_a_webhook_server(
     assert pdns.texts(f"other.{ZONE}", "A") == {"198.51.100.7"}
     assert "reason=not-owned" in replica.log()
     # the zone external-dns wrote with our owner id was adopted as it is: no write to it
-    assert rows(pdns, ADOPT) == adopted
-    applied = [line for line in replica.log().splitlines() if 'event="zone changes applied"' in line]
-    assert applied and not [line for line in applied if f"zone={ADOPT}" in line]
-
-    # update, then delete: the record and its ownership record go
-    set_lb_ip(core, "web", "192.0.2.11")
-    eventually_sync(lambda: pdns.texts(f"web.{ZONE}", "A") == {"192.0.2.11"}, within=15)
-    core.delete_namespaced_service("web", "default")
-    eventually_sync(lambda: pdns.texts(f"web.{ZONE}", "A") == set(), within=15)
-    assert pdns.texts(f"a-web.{ZONE}", "TXT") == set()
+    assert_adopted(pdns, replica, ADOPT, adopted)
+    update_then_delete(core, pdns, ZONE)
     assert pdns.texts(f"other.{ZONE}", "A") == {"198.51.100.7"}
 
     # lease-timed, said once by each side; the API key stays in the server process

@@ -22,7 +22,7 @@ import signal
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -100,13 +100,6 @@ GROUPS = (FLAGS, *(PROVIDERS[name].flags for name in SERVABLE))
 
 def configure(parser: argparse.ArgumentParser) -> None:
     flag_args.declare(parser, GROUPS, top=FLAGS)
-    # A bad flag value is one line naming it (argparse would print the whole usage first), exit code 2.
-    setattr(parser, "error", _usage_error)  # noqa: B010 - replaces this parser's method only
-
-
-def _usage_error(message: str) -> NoReturn:
-    _fail(f"{message}; see shardsync webhook-server --help", USAGE)
-    raise SystemExit(USAGE)
 
 
 def _fail(message: str, code: int) -> int:
