@@ -3,8 +3,11 @@ fence extension. This module holds the flags and the construction; the rest is i
 doing that job:
 
 - protocol.py: the wire format (media type, the fence extension's header, call and status codes), shared
-  by the client and the servers that speak it (the fake provider's webhook face);
-- client.py: `WebhookProvider`, the zone-scoped Provider over such a server.
+  by the client and the server;
+- client.py: `WebhookProvider`, the zone-scoped Provider over such a server;
+- server.py: the server side of the protocol over any Provider (served.py: which zones, and listings and
+  writes split over them), used by the fake provider's webhook face and by command.py, `shardsync
+  webhook-server`; neither is imported by a replica.
 
 A replica runs sharded over any webhook server: fenced when the server advertises the extension, else
 lease-timed on the conservative timings (client.py's docstring; shardsync.run_command learns which at
