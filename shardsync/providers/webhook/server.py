@@ -49,7 +49,7 @@ import orjson
 from aiohttp import web
 
 from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, normalize_name
+from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -257,17 +257,14 @@ class WebhookServer:
         """The answer to a request on one of the protocol's routes; None for any other path."""
         parts = [p for p in request.path.split("/") if p]
         route = "/".join(parts)
+        if route not in _ROUTES and parts != _FENCE_PARTS:
+            return None
         caller = request.headers.get(CLIENT_HEADER, "")
         try:
             provider = self.provider_for(caller)
-            if parts == _FENCE_PARTS:
-                if not await self.offers_fence(provider):
-                    return None  # as a server that never heard of the extension
-                allowed: tuple[str, ...] = ("POST",)
-            elif route in _ROUTES:
-                allowed = _ROUTES[route]
-            else:
-                return None
+            if parts == _FENCE_PARTS and not await self.offers_fence(provider):
+                return None  # as a server that never heard of the extension
+            allowed = _ROUTES.get(route, ("POST",))
             if request.method not in allowed:
                 reply = error_reply(405, "method-not-allowed", f"{request.method} /{route}")
                 reply.headers["Allow"] = ", ".join(allowed)
@@ -277,15 +274,16 @@ class WebhookServer:
             reply = failure_reply(exc)
             if reply.status == 500 and not isinstance(exc, ProviderError):  # a bug here: answer, then say
                 log.error("webhook request failed", exc_info=True, method=request.method, path=request.path)
-            else:
-                log.warning(
-                    "webhook request failed",
-                    method=request.method,
-                    path=request.path,
-                    caller=caller or "-",
-                    status=reply.status,
-                    error=str(exc)[:300],
-                )
+                return reply.response()
+        if reply.status >= 400:
+            log.warning(
+                "webhook request failed",
+                method=request.method,
+                path=request.path,
+                caller=caller or "-",
+                status=reply.status,
+                error=orjson.loads(reply.body).get("message", "")[:300],
+            )
         return reply.response()
 
     async def _route(self, request: web.BaseRequest, route: str, provider: Provider) -> Reply:
@@ -364,7 +362,7 @@ class WebhookServer:
             except ProviderError as exc:
                 failures.append((zone, exc))
             else:
-                log.debug("webhook changes applied", zone=normalize_name(zone), changes=len(part))
+                log.debug("webhook changes applied", zone=zone, changes=len(part))
         if failures:
             raise _worst(failures, len(parts))
 
