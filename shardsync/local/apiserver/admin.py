@@ -2,6 +2,7 @@
 
 GET  /_shardsync/faults                          current faults
 GET  /_shardsync/state                           {"resourceVersion": N}
+GET  /_shardsync/clients                         requests and watch events per client (clients.py)
 POST /_shardsync/pause?seconds=S&mode=503|hang   pause every API request (until resumed if no seconds)
 POST /_shardsync/resume
 POST /_shardsync/refuse?userAgent=U|header=Name:Value|path=P&mode=503|hang|drop&seconds=S
@@ -20,6 +21,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, ParamSpec
 
+from shardsync.local.apiserver.clients import ClientCounts
 from shardsync.local.apiserver.faults import Faults, check_mode
 
 PREFIX = "/_shardsync/"
@@ -47,6 +49,7 @@ def handle(
     faults: Faults,
     resource_version: int,
     snapshot: Callable[[], str | None],
+    clients: ClientCounts | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Serves one admin request; returns (HTTP code, JSON body)."""
     try:
@@ -54,6 +57,8 @@ def handle(
             return 200, faults.state()
         if method == "GET" and action == "state":
             return 200, {"resourceVersion": resource_version}
+        if method == "GET" and action == "clients":
+            return 200, (clients or ClientCounts()).state()
         if method != "POST":
             return 405, {"error": f"{method} not allowed on {PREFIX}{action}"}
         if action == "pause":
@@ -135,3 +140,7 @@ class RemoteFaults:
 
     def resource_version(self) -> int:
         return int(self._call("GET", "state")["resourceVersion"])
+
+    def clients(self) -> dict[str, Any]:
+        """Requests and watch events per client so far (`ClientCounts.state()`)."""
+        return self._call("GET", "clients")

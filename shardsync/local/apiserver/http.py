@@ -17,7 +17,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from shardsync.local.apiserver import admin
+from shardsync.local.apiserver import admin, routing
+from shardsync.local.apiserver.clients import ClientCounts, verb_of
 from shardsync.local.apiserver.errors import ApiError, bad_request, service_unavailable
 from shardsync.local.apiserver.faults import Faults
 from shardsync.local.apiserver.rest import Reply, Request, RestApi
@@ -43,12 +44,21 @@ _DATE_CACHE: list[int | str] = [0, ""]
 
 
 class App:
-    """What every handler thread shares: the store, the REST layer, faults and the stop flag."""
+    """What every handler thread shares: the store, the REST layer, faults, the per-client counts and the
+    stop flag."""
 
-    def __init__(self, store: Store, faults: Faults, bookmark_interval: float, snapshot: Any = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        faults: Faults,
+        bookmark_interval: float,
+        snapshot: Any = None,
+        clients: ClientCounts | None = None,
+    ) -> None:
         self.store = store
         self.api = RestApi(store)
         self.faults = faults
+        self.clients = clients if clients is not None else ClientCounts()
         self.bookmark_interval = bookmark_interval
         self.stopping = threading.Event()
         self.snapshot = snapshot or (lambda: None)
@@ -183,10 +193,12 @@ class Handler(BaseHTTPRequestHandler):
                 app.faults,
                 app.store.resource_version,
                 app.snapshot,
+                app.clients,
             )
             self._send(code, orjson.dumps(doc), "application/json")
             return
         user_agent = self._header("User-Agent") or ""
+        self._count(user_agent, url.path, query)
         mode = app.faults.hold(user_agent, self._header, app.stopping.is_set, url.path)
         if mode == "drop" or app.stopping.is_set():
             self._drop()
@@ -207,6 +219,15 @@ class Handler(BaseHTTPRequestHandler):
             self._stream(reply, user_agent)
         else:
             self._send_reply(reply)
+
+    def _count(self, user_agent: str, path: str, query: dict[str, str]) -> None:
+        """Count this request for its client (discovery and health requests are not counted)."""
+        route = routing.parse(path)
+        if isinstance(route, routing.ResourceRoute):
+            watch = query.get("watch", "").lower() in ("true", "1")
+            resource = route.plural if route.subresource is None else f"{route.plural}/{route.subresource}"
+            verb = verb_of(self.command, route, watch)
+            self.server.app.clients.request(user_agent, verb, resource, route.name)
 
     # -- responses -----------------------------------------------------------------------------------------
 
@@ -246,6 +267,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _stream(self, spec: WatchSpec, user_agent: str) -> None:
         app = self.server.app
+        resource = spec.resource.plural
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -272,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
                     continue
                 data = orjson.dumps(event) + b"\n"
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                if event.get("type") != "BOOKMARK":
+                    app.clients.watch_event(user_agent, resource)
             self.wfile.write(b"0\r\n\r\n")
         except OSError:
             self.close_connection = True

@@ -11,6 +11,7 @@ from typing import Any
 
 from shardsync.local.apiserver import kubeconfig, snapshot
 from shardsync.local.apiserver.client import api_client
+from shardsync.local.apiserver.clients import ClientCounts
 from shardsync.local.apiserver.faults import Faults
 from shardsync.local.apiserver.http import ApiHTTPServer, App
 from shardsync.local.apiserver.resources import ResourceTable
@@ -32,6 +33,7 @@ class ApiServer:
     window: int = 10_000  # events kept for watch resume
     bookmark_interval: float = 60.0
     faults: Faults = field(default_factory=Faults, init=False)
+    clients: ClientCounts = field(default_factory=ClientCounts, init=False)  # per-client requests and events
     store: Store = field(init=False)
     _http: ApiHTTPServer | None = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
@@ -66,7 +68,7 @@ class ApiServer:
     def start(self) -> ApiServer:
         if self._http is not None:
             return self
-        self._app = App(self.store, self.faults, self.bookmark_interval, self.save_snapshot)
+        self._app = App(self.store, self.faults, self.bookmark_interval, self.save_snapshot, self.clients)
         self._http = ApiHTTPServer((self.host, self.port), self._app)
         self.port = self._http.server_address[1]
         self._thread = threading.Thread(
