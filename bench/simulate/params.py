@@ -70,7 +70,12 @@ class Timing:
         return max(10.0, 5 * self.settle)
 
     def publisher_config(self) -> PublisherConfig:
-        return PublisherConfig(settle=self.settle, max_delay=self.max_delay, restart_grace=self.restart_grace)
+        return PublisherConfig(
+            settle=self.settle,
+            max_delay=self.max_delay,
+            restart_grace=self.restart_grace,
+            ack_wait=float(self.lease_duration),
+        )
 
     @property
     def steady_window(self) -> float:

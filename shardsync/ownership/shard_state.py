@@ -16,10 +16,11 @@ One pass of the shard loop, in this order (design §2; the rule numbers are the 
    acknowledges the generation (`acknowledgement` says which, and says nothing while a zone not ours in
    the view still runs).
 4. rule 4: `gain` queues the zones gained (not while draining, nor a zone fenced under this generation);
-   `acquire_gate` holds acquiring back until the member view is at least as fresh as the assignment (a
-   lagging lease watch would hide a peer that is still writing) and asks once per view for an early
-   renewal whose echo proves it; `acquire` starts each zone `handoff.may_acquire` allows and says when
-   the verdict may change.
+   `hearing` names the peers whose Leases the member view must hold for them (`handoff.peers_to_hear`:
+   their previous owners, or everyone); `acquire_gate` holds acquiring back until that view is at least
+   as fresh as the assignment (a lagging view would hide a peer that is still writing) and asks once per
+   view for a fresh one (an early renewal whose echo proves it, or a read of the peers followed);
+   `acquire` starts each zone `handoff.may_acquire` allows and says when the verdict may change.
 Rule 6 (stopping): `start_draining` (leave for good: gain nothing, wait until the coordinator moved our
 zones, `drained`), `stop` (no write from here on), `forget_all` once the shell released everything.
 """
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from shardsync.sharding.assignment import Assignment, is_successor
-from shardsync.sharding.handoff import handoff, may_acquire
+from shardsync.sharding.handoff import handoff, may_acquire, peers_to_hear
 from shardsync.sharding.membership import MemberStatus
 from shardsync.sharding.timings import Timings
 
@@ -46,8 +47,8 @@ class Gate(Enum):
     """May pending zones be acquired now (rule 4's precondition on the member view)?"""
 
     OPEN = "open"
-    WAIT = "wait"  # the member view is older than the assignment (or we may not write): wait for its echo
-    ASK = "ask"  # the same, and ask the member loop for an early renewal (once per view read)
+    WAIT = "wait"  # the member view is older than the assignment (or we may not write): wait for a fresh one
+    ASK = "ask"  # the same, and ask for a fresh member view (once per view read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +63,12 @@ class Switch:
 class Acquisition:
     """What one `acquire` did: the zones started (with how long each waited), the peers still in the way
     when that set is new (to log it once), how long the shell may sleep before asking again, and whether
-    it should ask for an early renewal (the verdict waits on a member view fresher than we hold)."""
+    it should ask for a fresh member view (the verdict waits on a view fresher than we hold)."""
 
     acquired: tuple[tuple[str, float], ...]
     waiting_for: tuple[str, ...] | None
     delay: float
-    renew_now: bool = False
+    refresh_now: bool = False
 
 
 @dataclass(slots=True)
@@ -81,8 +82,8 @@ class ShardState:
     dropped: dict[str, int] = field(default_factory=dict)  # zone -> generation its fence refused us under
     read_epoch: int | None = None  # the member loop's fence epoch the view was (re)read under
     view_read_at: float | None = None  # when we got hold of the view
-    renewal_asked_for: float | None = None  # the `view_read_at` an early renewal was asked for
-    expiry_renewal_asked_for: float | None = None  # the peer expiry an early renewal was asked for
+    refresh_asked_for: float | None = None  # the `view_read_at` a fresh member view was asked for
+    expiry_refresh_asked_for: float | None = None  # the peer expiry a fresh member view was asked for
     requalify: bool = False  # a generation was skipped: kept zones go through rule 4 again
     phase: Phase = Phase.RUNNING
     writing: bool = False  # as far as the log knows (so self-fencing is logged once)
@@ -178,6 +179,13 @@ class ShardState:
                 self.pending[zone] = now
         return True
 
+    def hearing(self) -> frozenset[str] | None:
+        """The peers the member view must hold before the pending zones may be acquired (None: every
+        member; empty: nobody, or nothing pending)."""
+        if not self.pending or self.view is None:
+            return frozenset()
+        return peers_to_hear(self.pending, self.identity, self.view, self.previous)
+
     def view_confirmed(self, synced_at: float | None) -> bool:
         """The member view was known current at or after the moment we got hold of the assignment."""
         return synced_at is not None and self.view_read_at is not None and synced_at >= self.view_read_at
@@ -185,10 +193,10 @@ class ShardState:
     def acquire_gate(self, may_write: bool, synced_at: float | None) -> Gate:
         if may_write and self.view_confirmed(synced_at):
             return Gate.OPEN
-        if may_write and self.view_read_at is not None and self.renewal_asked_for != self.view_read_at:
+        if may_write and self.view_read_at is not None and self.refresh_asked_for != self.view_read_at:
             # Waiting for the next regular renewal would leave gained zones unowned for up to a renew
-            # interval (a restarted replica's parked zones, say): ask for the renewal now.
-            self.renewal_asked_for = self.view_read_at
+            # interval (a restarted replica's parked zones, say): ask for a fresh view now.
+            self.refresh_asked_for = self.view_read_at
             return Gate.ASK
         return Gate.WAIT
 
@@ -202,8 +210,11 @@ class ShardState:
         retry_at: float | None = None
         blockers: set[str] = set()
         acquired: list[tuple[str, float]] = []
+        received_at = self.view_read_at if self.view_read_at is not None else now
         for zone in sorted(self.pending):
-            verdict = may_acquire(zone, self.identity, view, self.previous, peers, margin)
+            verdict = may_acquire(
+                zone, self.identity, view, self.previous, peers, margin, now=now, received_at=received_at
+            )
             if not verdict.allowed:
                 blockers.update(verdict.waiting_for)
                 if verdict.retry_at is not None:
@@ -219,12 +230,12 @@ class ShardState:
             report = waiting[1]
         if retry_at is not None and retry_at <= now:
             # A silent peer's lease has run out on our clock, but our member view was last known current
-            # before that: it counts as gone only once a view after its expiry proves it did not renew,
-            # and that proof is the echo of our own next renewal. Ask for it now (once per expiry) and
-            # sleep until the echo wakes us, instead of spinning until the regular renewal.
-            ask = self.expiry_renewal_asked_for != retry_at
-            self.expiry_renewal_asked_for = retry_at
-            return Acquisition(tuple(acquired), report, renew, renew_now=ask)
+            # before that: it counts as gone only once a view after its expiry proves it did not renew.
+            # Ask for that view now (once per expiry: the echo of an early renewal, or a read of the
+            # peers followed) and sleep until it wakes us, instead of spinning until the regular renewal.
+            ask = self.expiry_refresh_asked_for != retry_at
+            self.expiry_refresh_asked_for = retry_at
+            return Acquisition(tuple(acquired), report, renew, refresh_now=ask)
         delay = renew if retry_at is None else min(renew, retry_at - now)
         return Acquisition(tuple(acquired), report, delay)
 

@@ -221,7 +221,7 @@ class ShardedOwnership:
             )
             return self.timings.renew_interval  # woken by the echo of our next renewal
         result = state.acquire(self.clock.monotonic(), self.members.statuses())
-        if result.renew_now:
+        if result.refresh_now:
             self.members.renew_soon()
         for zone, waited in result.acquired:
             host.worker.own(zone, FenceToken(view.generation, self.identity))

@@ -21,6 +21,14 @@ Pins. A pin whose member is absent from the assignment is kept in the published 
 DNS updates for it until someone notices; re-hashing it silently would hide the mistake. Kept in the document,
 the pin takes effect again by itself when its member comes back.
 
+What the coordinator vouches for (rules 2 and 4). Two optional fields carry what the coordinator's view
+of every member Lease showed when it wrote the generation, so that a replica acquiring a zone need hear
+only from that zone's previous owner, not from every member: `acknowledged`, the generation every member
+whose Lease was live on the coordinator's clock had acknowledged (0: nothing vouched for), and
+`departed`, the members of the previous generation dropped because their Lease had lapsed on its clock,
+each with the renewTime it last saw (a member that renews after that no longer matches). Builds that do
+not know them ignore them (they read the same owners) and keep asking every member, as before.
+
 When to publish and what (the coordinator's Publisher) is sharding/publisher.py.
 """
 
@@ -102,6 +110,8 @@ class Assignment:
     coordinator: str = ""
     slots: tuple[str, ...] = ()  # owner per slot; () in a version-1 document (the ring decides)
     overrides: Mapping[str, str] = field(default_factory=dict, hash=False)  # zone -> member (coordinator's)
+    acknowledged: int = 0  # every member live on the coordinator's clock had acknowledged this generation
+    departed: Mapping[str, str] = field(default_factory=dict, hash=False)  # lapsed member -> renewTime seen
     _ring: Ring = field(init=False, repr=False, compare=False, hash=False)
     # identity → (the zones asked about, the ones it owns): a replica asks on every shard pass with the
     # same zones, and placing 2,000 zones each time was ~6 % of a syncing replica's CPU (py-spy)
@@ -142,6 +152,19 @@ class Assignment:
             overrides[name] = identity
         if overrides and not self.slots:
             raise CorruptAssignment("overrides need a slot table")
+        acknowledged = self.acknowledged
+        if isinstance(acknowledged, bool) or not isinstance(acknowledged, int):
+            raise CorruptAssignment(f"acknowledged must be an integer, got {acknowledged!r}")
+        if not 0 <= acknowledged < max(1, self.generation):
+            raise CorruptAssignment(f"acknowledged {acknowledged} is not below generation {self.generation}")
+        departed: dict[str, str] = {}
+        for identity, renew_time in self.departed.items():
+            if not isinstance(identity, str) or not identity or not isinstance(renew_time, str):
+                raise CorruptAssignment(f"departed {identity!r}: {renew_time!r} is not a member's renewTime")
+            if identity in identities:
+                raise CorruptAssignment(f"departed {identity} is still a member")
+            departed[identity] = renew_time
+        object.__setattr__(self, "departed", MappingProxyType(dict(sorted(departed.items()))))
         object.__setattr__(self, "overrides", MappingProxyType(dict(sorted(overrides.items()))))
         object.__setattr__(self, "slots", tuple(self.slots))
         object.__setattr__(self, "members", members)
@@ -264,6 +287,10 @@ class Assignment:
             version = OVERRIDES_VERSION
             index = {m: i for i, m in enumerate(identities)}
             extra["overrides"] = {zone: index[m] for zone, m in self.overrides.items()}
+        if self.acknowledged:
+            extra["acknowledged"] = self.acknowledged
+        if self.departed:
+            extra["departed"] = dict(self.departed)
         return {
             "version": version,
             "generation": self.generation,
@@ -348,6 +375,10 @@ class Assignment:
                 if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(identities):
                     raise CorruptAssignment(f"override of {zone!r} = {index!r} names no member")
                 overrides[zone] = identities[index]
+        acknowledged = doc.get("acknowledged", 0)
+        departed = doc.get("departed", {})
+        if not isinstance(departed, dict):
+            raise CorruptAssignment(f"'departed' must be dict, got {departed!r}")
         return cls(
             generation=generation,
             members=tuple(members),
@@ -357,6 +388,8 @@ class Assignment:
             coordinator=_field(doc, "coordinator", str),
             slots=slots,
             overrides=overrides,
+            acknowledged=acknowledged,
+            departed=departed,
         )
 
 

@@ -18,10 +18,24 @@ when a replica lags more than one generation: in g-1 the zone's owner may still 
 owner in g-2, who may still be writing. So `may_acquire` asks it of every peer: each has acknowledged g,
 or has acknowledged g-1 and did not own the zone in g-1 (knowable only with the g-1 assignment in hand), or
 has expired plus a margin on our own clock. When every other peer is up to date this is the plain rule.
+
+Hearing from one peer, not all (issue 39). The coordinator, which watches every member Lease, publishes g
+only once every member live on its clock has acknowledged g-1 and says so in g (`acknowledged`), naming
+the members it dropped because their Lease lapsed with the renewTime it last saw (`departed`; see
+sharding/publisher.py). With g-1 in hand and g vouching for it, only the zone's owner in g-1 can still be
+writing it: every other live member wrote at most its own g-1 zones, and a lapsed one had stopped writing
+(rule 5) and writes again only after renewing and reading the assignment afresh, which then names g or
+later. So `peers_to_hear` names that owner alone, and `may_acquire` asks of it: acknowledged g, expired
+plus the margin on our clock, or departed with its Lease still at the renewTime the coordinator saw (read
+after we got g, so a renewal since would show) once the margin has run on our clock since we got g.
+Without g-1 in hand (a new process, a skipped generation) or without the certificate, every member is
+heard from, as before. Either way a peer that acknowledged a generation newer than ours says our view is
+stale: nothing is acquired until the newer one arrives.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -64,11 +78,51 @@ class AcquireVerdict:
     retry_at: float | None = None  # when the first of them expires on our clock if nothing changes
 
 
+def vouched(new: Assignment, previous: Assignment | None) -> bool:
+    """Whether `new` vouches that every member but the previous owners was out of the way of its zones:
+    `previous` is generation g-1 itself and `new` says every live member had acknowledged it."""
+    return (
+        previous is not None
+        and previous.generation == new.generation - 1
+        and new.acknowledged >= max(1, previous.generation)
+    )
+
+
+def peers_to_hear(
+    zones: Iterable[str], identity: str, new: Assignment, previous: Assignment | None
+) -> frozenset[str] | None:
+    """The peers `identity` must hear from before it starts `zones` under `new` (rule 4): their owners in
+    `previous` when `new` vouches for everyone else; None when it must hear from every member."""
+    if not vouched(new, previous):
+        return None
+    assert previous is not None
+    owners = {previous.owner_of(zone) for zone in zones}
+    return frozenset(owner for owner in owners if owner is not None and owner != identity)
+
+
+def departed_at(peer: MemberStatus, new: Assignment, received_at: float, margin: float) -> float:
+    """When `peer` counts as gone because `new` names it departed and its Lease, as read after `new` was
+    received at `received_at`, still says what the coordinator saw: `margin` after `received_at` (the
+    coordinator judged it lapsed before publishing). Infinity when that does not apply."""
+    seen = new.departed.get(peer.identity)
+    if seen is None or seen != (peer.renew_time or ""):
+        return math.inf
+    return received_at + margin
+
+
 def peer_may_write(
-    peer: MemberStatus, zone: str, new: Assignment, previous: Assignment | None, margin: float
+    peer: MemberStatus,
+    zone: str,
+    new: Assignment,
+    previous: Assignment | None,
+    margin: float,
+    now: float = -math.inf,
+    received_at: float = math.inf,
 ) -> bool:
-    """Whether `peer` might still be writing `zone` as far as the generation-`new` owner can tell."""
-    if peer.expired(margin):
+    """Whether `peer` might still be writing `zone` as far as the generation-`new` owner can tell at `now`,
+    having received `new` at `received_at` (both on its monotonic clock; the defaults leave `departed`
+    out of account)."""
+    if peer.expired(margin) or now >= departed_at(peer, new, received_at, margin):
         return False
     acked = peer.observed_generation
     if acked is not None and acked >= new.generation:
@@ -91,24 +145,44 @@ def may_acquire(
     previous: Assignment | None,
     peers: Mapping[str, MemberStatus],
     margin: float,
+    *,
+    now: float = -math.inf,
+    received_at: float = math.inf,
 ) -> AcquireVerdict:
     """Rule 4: may `identity`, which owns `zone` in `new`, start it now?
 
     `previous` is the assignment this replica held before `new` (used only when it is generation g-1;
     otherwise every live peer must have acknowledged g). `peers` are the member statuses from this
     replica's own LivenessTracker, judged at the time its view was last known current
-    (`MemberStatus.as_of`), so a stale view never expires anyone. A member whose lease is gone is not a
-    peer (it deletes its lease only after releasing), and neither is this replica's own earlier incarnation
-    (a StatefulSet runs one pod per name, so a restarted replica takes its parked zones back at once).
-    `margin` is added to a silent peer's lease duration before it counts as gone; with the self-fencing
-    margin it absorbs clock-rate differences between replicas.
+    (`MemberStatus.as_of`), so a stale view never expires anyone; they must hold every peer
+    `peers_to_hear` names (or every member, when it names none), read after `new` was received at
+    `received_at`. A member whose lease is gone is not a peer (it deletes its lease only after releasing),
+    and neither is this replica's own earlier incarnation (a StatefulSet runs one pod per name, so a
+    restarted replica takes its parked zones back at once). `margin` is added to a silent peer's lease
+    duration before it counts as gone; with the self-fencing margin it absorbs clock-rate differences
+    between replicas. `now` is this replica's monotonic clock (a departed peer's margin runs on it).
     """
     if new.owner_of(zone) != identity:
         return AcquireVerdict(False, (), f"{zone} is not owned by {identity} in generation {new.generation}")
-    blockers = [
-        peer
+    ahead = tuple(
+        peer_id
         for peer_id, peer in sorted(peers.items())
-        if peer_id != identity and peer_may_write(peer, zone, new, previous, margin)
+        if peer_id != identity and (peer.observed_generation or 0) > new.generation
+    )
+    if ahead:
+        return AcquireVerdict(
+            False,
+            ahead,
+            f"{', '.join(ahead)} acknowledged a generation after {new.generation}: ours is old",
+        )
+    if vouched(new, previous):
+        assert previous is not None
+        owner = previous.owner_of(zone)
+        candidates = [peers[owner]] if owner is not None and owner != identity and owner in peers else []
+    else:
+        candidates = [peer for peer_id, peer in sorted(peers.items()) if peer_id != identity]
+    blockers = [
+        peer for peer in candidates if peer_may_write(peer, zone, new, previous, margin, now, received_at)
     ]
     if not blockers:
         return AcquireVerdict(True, (), "every other member has released it or expired")
@@ -117,7 +191,7 @@ def may_acquire(
         False,
         names,
         f"waiting for {', '.join(names)} to acknowledge generation {new.generation} or expire",
-        min(peer.expires_at(margin) for peer in blockers),
+        min(min(p.expires_at(margin), departed_at(p, new, received_at, margin)) for p in blockers),
     )
 
 

@@ -280,6 +280,7 @@ class MemberStatus:
     draining: bool
     restarting: bool
     problems: tuple[str, ...] = ()
+    renew_time: str | None = None  # as its holder wrote it: compared for equality, never with our clock
 
     @property
     def live(self) -> bool:
@@ -394,6 +395,7 @@ class LivenessTracker:
             draining=lease.draining,
             restarting=lease.restarting,
             problems=lease.problems,
+            renew_time=lease.renew_time,
         )
 
     def statuses(self, now: float) -> dict[str, MemberStatus]:

@@ -9,6 +9,14 @@ rebalanced (sharding/balance.py) on the zones the coordinator knows: zones move 
 members new. Zones that appear or go with no membership change are evened (with their own generation) once
 quiet for `settle`, when some member holds more than its band allows (sharding/balance.py: over 1.05 x its
 share, or over the integer optimum where that is tighter).
+
+What it vouches for (rule 2, for rule 4). A generation is published once every member whose Lease is live
+on the coordinator's clock has acknowledged the stored one, or `ack_wait` after it was first held back
+for that; it then carries `acknowledged` (the generation every live member had acknowledged) and
+`departed` (the members it drops because their Lease lapsed, with the renewTime last seen). A replica
+that gains a zone in it then hears from that zone's previous owner alone (sharding/handoff.py). The wait
+costs nothing in practice: members acknowledge as soon as they have released, and a zone moving in the
+next generation waited for every laggard under rule 4 anyway.
 """
 
 from __future__ import annotations
@@ -38,10 +46,15 @@ class PublisherConfig:
     max_delay: float = 10.0  # publish by then even if changes keep coming
     restart_grace: float = DEFAULT_RESTART_GRACE  # how long a restarting member's zones stay parked for it
     ring: RingParams = field(default_factory=RingParams)
+    # How long a generation waits for every live member to acknowledge the stored one before it is
+    # published without that certificate (whoever gains a zone in it then hears from every member).
+    ack_wait: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0 <= self.settle <= self.max_delay:
             raise ValueError("settle must be between 0 and max_delay")
+        if self.ack_wait < 0:
+            raise ValueError("ack_wait must not be negative")
         if self.restart_grace < 0:
             raise ValueError("restart_grace must not be negative")
 
@@ -79,6 +92,8 @@ class Publisher:
         self._pending: _Pending | None = None
         self._restarting_since: dict[str, float] = {}
         self._highest_acked = 0
+        self._held_since: float | None = None  # a proposal waits for acknowledgements since then
+        self._even_due = False  # an even generation is due (held back by the acknowledgements)
         self.problems: list[str] = []  # what the last `observe` found wrong with the pins, for the log
         # Zones that appear or go change the balance with no membership change: the zone set last looked
         # at (by identity: the replica replaces its set when it changes), since when, and whether checked.
@@ -124,8 +139,10 @@ class Publisher:
         ]
         if self.current is not None and self.current.layout == layout:
             self._pending = None
-            if self._uneven(now):
-                return self._proposal(layout, wall, even=True)
+            if self._even_due or self._uneven(now):
+                self._even_due = True
+                return self._vouched(layout, statuses, now, wall, even=True)
+            self._held_since = None
             return None
         if self._pending is None:
             self._pending = _Pending(layout, now, now)
@@ -136,7 +153,37 @@ class Publisher:
         settled = min(pending.last_change + self.config.settle, pending.first_change + self.config.max_delay)
         if now < settled and not self._only_lost(layout, statuses):
             return None
-        return self._proposal(layout, wall)
+        return self._vouched(layout, statuses, now, wall)
+
+    def _vouched(
+        self,
+        layout: Layout,
+        statuses: Mapping[str, MemberStatus],
+        now: float,
+        wall: datetime,
+        even: bool = False,
+    ) -> Assignment | None:
+        """The proposal with what the coordinator vouches for, once every live member acknowledged the
+        stored generation (or `ack_wait` after it was first held back); None while it waits."""
+        current = self.current
+        acknowledged = 0
+        departed: dict[str, str] = {}
+        if current is not None:
+            live = [s for s in statuses.values() if s.live]
+            acknowledged = min([current.generation, *(s.observed_generation or 0 for s in live)])
+            if acknowledged < current.generation:
+                if self._held_since is None:
+                    self._held_since = now
+                if now < self._held_since + self.config.ack_wait:
+                    return None
+            kept = {m.identity for m in layout.members}
+            for identity in sorted(current.identities - kept):
+                status = statuses.get(identity)
+                if status is not None and not status.live:
+                    departed[identity] = status.renew_time or ""
+        self._held_since = None
+        self._even_due = False
+        return self._proposal(layout, wall, even, acknowledged, departed)
 
     def _only_lost(self, layout: Layout, statuses: Mapping[str, MemberStatus]) -> bool:
         """The change is only members whose lease expired (crashes): their zones run nowhere until the next
@@ -153,7 +200,14 @@ class Publisher:
             for identity in lost
         )
 
-    def _proposal(self, layout: Layout, wall: datetime, even: bool = False) -> Assignment:
+    def _proposal(
+        self,
+        layout: Layout,
+        wall: datetime,
+        even: bool,
+        acknowledged: int,
+        departed: Mapping[str, str],
+    ) -> Assignment:
         current = self.current
         weights = {m.identity: m.weight for m in layout.members}
         pins = dict(layout.pins)
@@ -178,6 +232,8 @@ class Publisher:
             coordinator=self.identity,
             slots=slots,
             overrides=overrides,
+            acknowledged=acknowledged,
+            departed=departed,
         )
 
     def _track_zones(self, now: float) -> None:
@@ -227,11 +283,16 @@ class Publisher:
 
     def next_wakeup(self) -> float | None:
         """The monotonic time at which `observe` may decide differently with no new event: the end of the
-        settle delay, or the end of a restarting member's grace."""
+        settle delay (or, once settled, of the wait for acknowledgements), or the end of a restarting
+        member's grace."""
         times = [since + self.config.restart_grace for since in self._restarting_since.values()]
         if not self._zones_checked and self._zones_seen is not None:
             times.append(self._zones_since + self.config.settle)
-        if self._pending is not None:
+        if self._held_since is not None:
+            # Settled, waiting for acknowledgements: each one wakes the coordinator (a member Lease
+            # event); this is the latest it waits without them.
+            times.append(self._held_since + self.config.ack_wait)
+        elif self._pending is not None:
             p = self._pending
             times.append(min(p.last_change + self.config.settle, p.first_change + self.config.max_delay))
         return min(times) if times else None

@@ -105,6 +105,11 @@ class Timings:
         return self.lease_duration + self.acquire_margin + self.settle
 
     def publisher_config(self) -> PublisherConfig:
+        # A member that has not acknowledged within a lease duration is stuck (or about to be seen gone):
+        # the next generation goes out without the certificate rather than wait on it.
         return PublisherConfig(
-            settle=self.settle, max_delay=max(10.0, 5 * self.settle), restart_grace=self.restart_grace
+            settle=self.settle,
+            max_delay=max(10.0, 5 * self.settle),
+            restart_grace=self.restart_grace,
+            ack_wait=float(self.lease_duration),
         )

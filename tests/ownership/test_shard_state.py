@@ -4,6 +4,8 @@ fake monotonic time, no API server."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from shardsync.ownership.shard_state import Gate, Phase, ShardState
@@ -148,7 +150,7 @@ def test_gain_queues_what_is_ours_and_neither_runs_nor_waits() -> None:
 def test_acquiring_waits_for_a_member_view_at_least_as_fresh_as_the_assignment() -> None:
     s = state_under(G2, running=set())
     s.gain(ZONES, NOW)
-    assert s.acquire_gate(True, None) is Gate.ASK  # no view yet: ask for an early renewal ...
+    assert s.acquire_gate(True, None) is Gate.ASK  # no view yet: ask for a fresh one ...
     assert s.acquire_gate(True, None) is Gate.WAIT  # ... once for this view
     assert s.acquire_gate(True, NOW - 0.1) is Gate.WAIT  # a view older than the assignment read
     assert s.acquire_gate(False, NOW + 1) is Gate.WAIT  # may not write: never ask, never open
@@ -275,7 +277,7 @@ def test_owned_counts_the_running_and_waiting_zones_ours_in_the_view() -> None:
     assert s.owned() == len(G1.zones_of("a", ZONES))
 
 
-def test_a_peer_expired_on_our_clock_but_not_in_our_view_asks_for_a_renewal_instead_of_spinning() -> None:
+def test_a_peer_expired_on_our_clock_but_not_in_our_view_asks_for_a_fresh_view_instead_of_spinning() -> None:
     # bench.simulate found it: "c" crashed; on our clock its lease (+ margin) has run out, but our member
     # view was last current before that, so `may_acquire` still refuses with a retry time in the past.
     # A zero sleep would spin the shard loop until our next regular renewal (up to a renew interval).
@@ -292,10 +294,50 @@ def test_a_peer_expired_on_our_clock_but_not_in_our_view_asks_for_a_renewal_inst
         "c": status("c", acked=1, last_change=NOW, as_of=expiry - 0.5),
     }
     first = s.acquire(expiry + 0.25, stale_view)
-    assert first.acquired == () and first.renew_now and first.delay == TIMINGS.renew_interval
+    assert first.acquired == () and first.refresh_now and first.delay == TIMINGS.renew_interval
     again = s.acquire(expiry + 0.5, stale_view)
-    assert not again.renew_now and again.delay == TIMINGS.renew_interval  # asked once per expiry
-    # The echo of that renewal makes the view current after c's expiry: c is gone, its zones are ours.
+    assert not again.refresh_now and again.delay == TIMINGS.renew_interval  # asked once per expiry
+    # A view current after c's expiry (the echo of an early renewal, or a read of c's Lease): c is gone.
     fresh = {**stale_view, "c": status("c", acked=1, last_change=NOW, as_of=expiry + 0.3)}
     done = s.acquire(expiry + 0.6, fresh)
+    assert done.acquired and not s.pending
+
+
+# -- whom to hear from (issue 39) -------------------------------------------------------------------
+
+
+def test_hearing_names_the_previous_owners_of_the_pending_zones_under_a_vouched_generation() -> None:
+    three = Assignment(1, (Member("a"), Member("b"), Member("c")))
+    two = replace(Assignment(2, (Member("a"), Member("b"))), acknowledged=1)
+    s = state_under(three)
+    assert s.hearing() == frozenset()  # nothing pending
+    s.switch(two, NOW)
+    release_all(s)
+    s.gain(ZONES, NOW)
+    assert s.pending and s.hearing() == frozenset({"c"})
+    unvouched = state_under(three)
+    unvouched.switch(replace(two, acknowledged=0), NOW)
+    release_all(unvouched)
+    unvouched.gain(ZONES, NOW)
+    assert unvouched.hearing() is None  # every member
+    first_view = ShardState("a", TIMINGS)
+    first_view.view_read(1, NOW)
+    first_view.switch(two, NOW)
+    first_view.gain(ZONES, NOW)
+    assert first_view.hearing() is None  # a new process has no previous generation in hand
+
+
+def test_a_departed_previous_owner_is_gone_a_margin_after_the_view_was_received() -> None:
+    three = Assignment(1, (Member("a"), Member("b"), Member("c")))
+    stamp = "2026-01-01T00:00:00.000000Z"
+    two = replace(Assignment(2, (Member("a"), Member("b"))), acknowledged=1, departed={"c": stamp})
+    s = state_under(three)
+    s.switch(two, NOW)
+    release_all(s)
+    s.gain(ZONES, NOW)
+    # Read just after we got generation 2: c's Lease still says what the coordinator saw.
+    c = {"c": status("c", acked=1, last_change=NOW, renew_time=stamp)}
+    early = s.acquire(NOW + 0.1, c)
+    assert early.acquired == () and early.delay == pytest.approx(TIMINGS.acquire_margin - 0.1)
+    done = s.acquire(NOW + TIMINGS.acquire_margin, c)
     assert done.acquired and not s.pending

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -24,7 +25,7 @@ from shardsync.sharding.publisher import Publisher, PublisherConfig
 from shardsync.sharding.ring import Ring, RingParams
 from shardsync.sharding.states import MemberState
 
-from .helpers import ready, status
+from .helpers import ready, status, up_to_date
 
 ZONES = [f"zone-{i}.example.org" for i in range(2000)]
 
@@ -55,6 +56,19 @@ def test_round_trip_through_configmap_data() -> None:
     back = Assignment.from_configmap_data(data)
     assert back == a
     assert [back.owner_of(z) for z in ZONES] == [a.owner_of(z) for z in ZONES]
+
+
+def test_what_the_coordinator_vouches_for_round_trips_and_is_left_out_when_empty() -> None:
+    stamp = "2026-01-01T00:00:09.000000Z"
+    vouched = sample(acknowledged=3, departed={"c": stamp})
+    doc = orjson.loads(vouched.to_configmap_data()[CONFIGMAP_KEY])
+    assert doc["acknowledged"] == 3 and doc["departed"] == {"c": stamp}
+    assert doc["version"] == 1  # no new version: builds that do not know the fields read the same owners
+    assert Assignment.from_configmap_data(vouched.to_configmap_data()) == vouched
+    assert vouched.layout == sample().layout
+    plain = orjson.loads(sample().to_configmap_data()[CONFIGMAP_KEY])
+    assert "acknowledged" not in plain and "departed" not in plain
+    assert Assignment.from_document(plain).acknowledged == 0 and not Assignment.from_document(plain).departed
 
 
 def test_configmap_object_carries_labels_and_the_precondition() -> None:
@@ -115,6 +129,13 @@ def corrupt(**changes: Any) -> dict[str, str]:
         (corrupt(pins={"x.org": 3}), "names no member"),
         (corrupt(pins={".": "a"}), "not a zone name"),
         (corrupt(createdAt=...), "'createdAt' must be str"),
+        (corrupt(acknowledged=4), "not below generation 4"),
+        (corrupt(acknowledged=-1), "not below generation"),
+        (corrupt(acknowledged="3"), "acknowledged must be an integer"),
+        (corrupt(acknowledged=True), "acknowledged must be an integer"),
+        (corrupt(departed=["c"]), "'departed' must be dict"),
+        (corrupt(departed={"c": 5}), "is not a member's renewTime"),
+        (corrupt(departed={"a": "2026-01-01T00:00:00.000000Z"}), "a is still a member"),
     ],
 )
 def test_corrupt_assignments_are_rejected_with_a_clear_error(
@@ -198,16 +219,24 @@ def test_validate_pins() -> None:
 # --- the Publisher: rule 2 (publish on change, after settling) ----------------------------------------------
 
 
+def observe(
+    pub: Publisher, members: dict[str, Any], pins: dict[str, str], now: float, wall: datetime
+) -> Assignment | None:
+    """`pub.observe` with every member having acknowledged the stored generation, as members do once they
+    have released what it took from them (the publisher holds a generation back until they have)."""
+    return pub.observe(up_to_date(members, pub.current.generation if pub.current else None), pins, now, wall)
+
+
 def test_first_generation_after_the_settle_delay() -> None:
     clock = FakeClock()
     pub = Publisher("a", PublisherConfig(settle=2.0))
     members = ready("a", "b", "c", now=clock.monotonic())
-    assert pub.observe(members, {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, members, {}, clock.monotonic(), clock.now()) is None
     assert pub.next_wakeup() == clock.monotonic() + 2
     clock.advance(1.9)
-    assert pub.observe(members, {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, members, {}, clock.monotonic(), clock.now()) is None
     clock.advance(0.1)
-    proposal = pub.observe(members, {}, clock.monotonic(), clock.now())
+    proposal = observe(pub, members, {}, clock.monotonic(), clock.now())
     assert proposal is not None
     assert proposal.generation == 1
     assert [m.identity for m in proposal.members] == ["a", "b", "c"]
@@ -215,7 +244,7 @@ def test_first_generation_after_the_settle_delay() -> None:
     assert proposal.created_at == "2026-01-01T00:00:02Z"
     pub.committed(proposal)
     clock.advance(60)
-    assert pub.observe(members, {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, members, {}, clock.monotonic(), clock.now()) is None
     assert pub.next_wakeup() is None
 
 
@@ -224,7 +253,7 @@ def publish(
 ) -> Assignment:
     """Observe until the publisher proposes (bounded), then commit it."""
     for _ in range(100):
-        proposal = pub.observe(members, pins or {}, clock.monotonic(), clock.now())
+        proposal = observe(pub, members, pins or {}, clock.monotonic(), clock.now())
         if proposal is not None:
             pub.committed(proposal)
             return proposal
@@ -237,13 +266,13 @@ def test_a_burst_of_joins_makes_one_generation() -> None:
     pub = Publisher("a")
     first = publish(pub, clock, ready("a", "b", "c"))
     t0 = clock.monotonic()
-    assert pub.observe(ready("a", "b", "c", "d"), {}, t0, clock.now()) is None
+    assert observe(pub, ready("a", "b", "c", "d"), {}, t0, clock.now()) is None
     clock.advance(1.5)
-    assert pub.observe(ready("a", "b", "c", "d", "e"), {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, ready("a", "b", "c", "d", "e"), {}, clock.monotonic(), clock.now()) is None
     clock.advance(1.9)  # 3.4 s after the first join, 1.9 s after the last: still settling
-    assert pub.observe(ready("a", "b", "c", "d", "e"), {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, ready("a", "b", "c", "d", "e"), {}, clock.monotonic(), clock.now()) is None
     clock.advance(0.1)
-    proposal = pub.observe(ready("a", "b", "c", "d", "e"), {}, clock.monotonic(), clock.now())
+    proposal = observe(pub, ready("a", "b", "c", "d", "e"), {}, clock.monotonic(), clock.now())
     assert proposal is not None and proposal.generation == first.generation + 1
     assert {m.identity for m in proposal.members} == {"a", "b", "c", "d", "e"}
 
@@ -254,8 +283,8 @@ def test_endless_churn_is_published_by_max_delay() -> None:
     publish(pub, clock, ready("a"))
     t0 = clock.monotonic()
     for i in range(30):
-        proposal = pub.observe(
-            ready("a", *(f"n{j}" for j in range(i + 1))), {}, clock.monotonic(), clock.now()
+        proposal = observe(
+            pub, ready("a", *(f"n{j}" for j in range(i + 1))), {}, clock.monotonic(), clock.now()
         )
         if proposal is not None:
             break
@@ -270,7 +299,7 @@ def test_a_crash_is_published_without_the_settle_delay() -> None:
     pub = Publisher("a", PublisherConfig(settle=2.0))
     g1 = publish(pub, clock, ready("a", "b"))
     crashed = {**ready("a"), "b": status("b", MemberState.EXPIRED)}
-    g2 = pub.observe(crashed, {}, clock.monotonic(), clock.now())
+    g2 = observe(pub, crashed, {}, clock.monotonic(), clock.now())
     assert g2 is not None and g2.generation == g1.generation + 1 and g2.identities == {"a"}
 
 
@@ -278,11 +307,11 @@ def test_a_change_that_reverts_within_the_settle_delay_publishes_nothing() -> No
     clock = FakeClock()
     pub = Publisher("a")
     publish(pub, clock, ready("a", "b"))
-    assert pub.observe(ready("a"), {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, ready("a"), {}, clock.monotonic(), clock.now()) is None
     clock.advance(1)
-    assert pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
     clock.advance(30)
-    assert pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
 
 
 def test_weight_pin_and_ring_changes_publish_too() -> None:
@@ -308,6 +337,66 @@ def test_pins_to_absent_members_are_published_and_reported() -> None:
     assert any("not a zone name" in p for p in pub.problems)
 
 
+# --- rule 2: what a generation vouches for ---------------------------------------------------------------
+
+
+def test_a_generation_waits_until_every_live_member_acknowledged_the_stored_one() -> None:
+    clock = FakeClock()
+    pub = Publisher("a", PublisherConfig(settle=1.0, ack_wait=3.0))
+    g1 = publish(pub, clock, ready("a", "b"))
+    # c joins while b is still releasing what g1 took from it: g2 waits for b's acknowledgement.
+    lagging = {**ready("a", "c", acked=g1.generation), "b": status("b", acked=g1.generation - 1)}
+    assert pub.observe(lagging, {}, clock.monotonic(), clock.now()) is None
+    clock.advance(1.0)
+    held_at = clock.monotonic()
+    assert pub.observe(lagging, {}, held_at, clock.now()) is None  # settled, but b has not acknowledged
+    assert pub.next_wakeup() == held_at + 3.0
+    clock.advance(0.2)
+    g2 = pub.observe(ready("a", "b", "c", acked=g1.generation), {}, clock.monotonic(), clock.now())
+    assert g2 is not None and g2.acknowledged == g1.generation and not g2.departed
+    assert g2.identities == {"a", "b", "c"}
+
+
+def test_a_member_that_never_acknowledges_holds_a_generation_back_at_most_ack_wait() -> None:
+    clock = FakeClock()
+    pub = Publisher("a", PublisherConfig(settle=1.0, ack_wait=3.0))
+    g1 = publish(pub, clock, ready("a", "b"))
+    stuck = {**ready("a", "c", acked=g1.generation), "b": status("b", acked=None)}
+    assert pub.observe(stuck, {}, clock.monotonic(), clock.now()) is None
+    clock.advance(1.0)
+    assert pub.observe(stuck, {}, clock.monotonic(), clock.now()) is None
+    clock.advance(2.9)
+    assert pub.observe(stuck, {}, clock.monotonic(), clock.now()) is None
+    clock.advance(0.1)
+    g2 = pub.observe(stuck, {}, clock.monotonic(), clock.now())
+    assert g2 is not None and g2.acknowledged == 0  # vouches for nothing: acquirers hear from everyone
+
+
+def test_a_lapsed_member_does_not_hold_a_generation_back_and_is_named_departed() -> None:
+    clock = FakeClock()
+    pub = Publisher("a", PublisherConfig(settle=1.0))
+    g1 = publish(pub, clock, ready("a", "b", "c", "d"))
+    stamp = "2026-01-01T00:00:05.123456Z"
+    members = {
+        **ready("a", acked=g1.generation),
+        "b": status("b", MemberState.EXPIRED, acked=g1.generation - 1, renew_time=stamp),
+        "c": status("c", MemberState.DRAINING, acked=g1.generation),
+    }  # d's lease is gone: it released everything before deleting it
+    g2 = publish(pub, clock, members)
+    assert g2.identities == {"a"} and g2.acknowledged == g1.generation
+    assert dict(g2.departed) == {"b": stamp}  # c is live (it acknowledges), d has no lease
+
+
+def test_a_crashed_member_is_published_at_once_with_what_its_lease_last_said() -> None:
+    clock = FakeClock()
+    pub = Publisher("a", PublisherConfig(settle=2.0))
+    g1 = publish(pub, clock, ready("a", "b"))
+    stamp = "2026-01-01T00:00:01.000000Z"
+    crashed = {**ready("a", acked=g1.generation), "b": status("b", MemberState.EXPIRED, renew_time=stamp)}
+    g2 = pub.observe(crashed, {}, clock.monotonic(), clock.now())
+    assert g2 is not None and g2.departed == {"b": stamp} and g2.acknowledged == g1.generation
+
+
 # --- rule 6: draining leaves at once, restarting is parked for a grace period ------------------------------
 
 
@@ -328,14 +417,14 @@ def test_a_restarting_member_keeps_its_place_for_the_grace_period() -> None:
     g1 = publish(pub, clock, ready("a", "b"))
     restarting = {**ready("a"), "b": status("b", MemberState.RESTARTING)}
     t0 = clock.monotonic()
-    assert pub.observe(restarting, {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, restarting, {}, clock.monotonic(), clock.now()) is None
     assert pub.next_wakeup() == t0 + 30
     clock.advance(29.9)
-    assert pub.observe(restarting, {}, clock.monotonic(), clock.now()) is None  # parked, not moved
+    assert observe(pub, restarting, {}, clock.monotonic(), clock.now()) is None  # parked, not moved
     clock.advance(0.1)
-    assert pub.observe(restarting, {}, clock.monotonic(), clock.now()) is None  # grace over: settling
+    assert observe(pub, restarting, {}, clock.monotonic(), clock.now()) is None  # grace over: settling
     clock.advance(2)
-    g2 = pub.observe(restarting, {}, clock.monotonic(), clock.now())
+    g2 = observe(pub, restarting, {}, clock.monotonic(), clock.now())
     assert g2 is not None and g2.generation == g1.generation + 1
     assert [m.identity for m in g2.members] == ["a"]
 
@@ -346,14 +435,14 @@ def test_a_member_back_from_restart_within_grace_causes_no_generation_at_all() -
     publish(pub, clock, ready("a", "b"))
     restarting = {**ready("a"), "b": status("b", MemberState.RESTARTING)}
     for _ in range(20):
-        assert pub.observe(restarting, {}, clock.monotonic(), clock.now()) is None
+        assert observe(pub, restarting, {}, clock.monotonic(), clock.now()) is None
         clock.advance(1)
     for _ in range(60):
-        assert pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
+        assert observe(pub, ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
         clock.advance(1)
     # A second restart gets a fresh grace period.
     for _ in range(25):
-        assert pub.observe(restarting, {}, clock.monotonic(), clock.now()) is None
+        assert observe(pub, restarting, {}, clock.monotonic(), clock.now()) is None
         clock.advance(1)
 
 
@@ -363,9 +452,9 @@ def test_a_restarting_member_that_was_never_published_is_not_added() -> None:
     g1 = publish(pub, clock, ready("a"))
     clock.advance(10)
     members = {**ready("a"), "new": status("new", MemberState.RESTARTING)}
-    assert pub.observe(members, {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, members, {}, clock.monotonic(), clock.now()) is None
     clock.advance(5)
-    assert pub.observe(members, {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, members, {}, clock.monotonic(), clock.now()) is None
     assert pub.current == g1
 
 
@@ -378,7 +467,7 @@ def test_a_new_coordinator_continues_from_the_stored_generation() -> None:
     stored = Assignment(7, (Member("a"), Member("b")), created_at="x", coordinator="old", slots=table)
     pub = Publisher("b", stored=stored)
     for _ in range(10):
-        assert pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
+        assert observe(pub, ready("a", "b"), {}, clock.monotonic(), clock.now()) is None
         clock.advance(1)
     g = publish(pub, clock, ready("b"))
     assert g.generation == 8 and g.coordinator == "b"
@@ -407,20 +496,20 @@ def test_an_unwritten_proposal_is_proposed_again_and_a_lost_race_resets() -> Non
     pub = Publisher("a")
     publish(pub, clock, ready("a"))
     clock.advance(2)
-    pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now())
+    observe(pub, ready("a", "b"), {}, clock.monotonic(), clock.now())
     clock.advance(2)
-    first = pub.observe(ready("a", "b"), {}, clock.monotonic(), clock.now())
+    first = observe(pub, ready("a", "b"), {}, clock.monotonic(), clock.now())
     assert first is not None
     clock.advance(1)  # the write failed; next round proposes again, same generation, latest view
-    again = pub.observe(ready("a", "b", "c"), {}, clock.monotonic(), clock.now())
+    again = observe(pub, ready("a", "b", "c"), {}, clock.monotonic(), clock.now())
     assert again is None  # the view changed: settle again
     clock.advance(2)
-    again = pub.observe(ready("a", "b", "c"), {}, clock.monotonic(), clock.now())
+    again = observe(pub, ready("a", "b", "c"), {}, clock.monotonic(), clock.now())
     assert again is not None and again.generation == first.generation
     # Another coordinator wrote generation 9 meanwhile (409): continue from it.
     pub.reset(Assignment(9, (Member("a"), Member("b"))))
     clock.advance(2)
-    after = pub.observe(ready("a", "b", "c"), {}, clock.monotonic(), clock.now())
+    after = observe(pub, ready("a", "b", "c"), {}, clock.monotonic(), clock.now())
     assert after is not None and after.generation == 10
 
 
@@ -429,6 +518,8 @@ def test_config_is_validated() -> None:
         PublisherConfig(settle=5, max_delay=1)
     with pytest.raises(ValueError):
         PublisherConfig(restart_grace=-1)
+    with pytest.raises(ValueError):
+        PublisherConfig(ack_wait=-1)
 
 
 def test_zones_that_appear_after_the_members_are_balanced_by_a_generation_of_their_own() -> None:
@@ -439,7 +530,7 @@ def test_zones_that_appear_after_the_members_are_balanced_by_a_generation_of_the
     first = publish(pub, clock, ready("a", "b", "c", "d"))
     zones = [f"z{i:03d}.example" for i in range(160)]  # a new list: the replica replaced its set
     # Balanced blind: evened at once (every replica is converging them now), no settle delay.
-    even = pub.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now())
+    even = observe(pub, ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now())
     assert even is not None
     pub.committed(even)
     assert even.generation == first.generation + 1 and even.members == first.members
@@ -447,9 +538,9 @@ def test_zones_that_appear_after_the_members_are_balanced_by_a_generation_of_the
     assert max(load.values()) <= 41  # 40 each, within a zone
     # Once even, the same zones publish nothing more.
     clock.advance(5)
-    assert pub.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
+    assert observe(pub, ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
     # A new coordinator takes the zones it finds as they are (rule 7: it changes nothing by itself).
     successor = Publisher("b", PublisherConfig(settle=1.0), stored=first, zones=lambda: zones)
     for _ in range(5):
-        assert successor.observe(ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
+        assert observe(successor, ready("a", "b", "c", "d"), {}, clock.monotonic(), clock.now()) is None
         clock.advance(1)

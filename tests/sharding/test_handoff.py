@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.clock import FakeClock
-from shardsync.sharding.handoff import handoff, may_acquire, peer_may_write, zone_state
+from shardsync.sharding.handoff import (
+    handoff,
+    may_acquire,
+    peer_may_write,
+    peers_to_hear,
+    vouched,
+    zone_state,
+)
 from shardsync.sharding.membership import LivenessTracker, MemberLease, MemberStatus
 from shardsync.sharding.states import MemberState, ZoneState
 
@@ -104,6 +111,67 @@ def test_without_the_previous_assignment_every_live_peer_must_acknowledge() -> N
     assert may_acquire(zone, "c", G2, None, peers, margin=2).allowed
 
 
+# --- hearing from the previous owner alone, when the generation vouches for the rest (issue 39) ----------
+
+G2_VOUCHED = replace(G2, acknowledged=1)
+
+
+def test_only_the_previous_owners_are_heard_from_when_the_generation_vouches_for_the_rest() -> None:
+    mine = G2.zones_of("c", ZONES)
+    heard = peers_to_hear(mine, "c", G2_VOUCHED, G1)
+    assert heard is not None and heard == frozenset(str(G1.owner_of(z)) for z in mine) <= {"a", "b"}
+    kept = G2.zones_of("a", ZONES) & G1.zones_of("a", ZONES)
+    assert peers_to_hear(kept, "a", G2_VOUCHED, G1) == frozenset()  # its own earlier zones: nobody
+    # Everyone must be heard from without g-1 in hand, or without the certificate.
+    assert peers_to_hear(mine, "c", G2_VOUCHED, None) is None
+    assert peers_to_hear(mine, "c", G2_VOUCHED, Assignment(0, ())) is None
+    assert peers_to_hear(mine, "c", G2, G1) is None
+    assert not vouched(replace(Assignment(1, (Member("a"),)), acknowledged=0), Assignment(0, ()))
+
+
+def test_a_vouched_generation_waits_for_the_previous_owner_alone() -> None:
+    zone = moved_to_c()
+    # "b" lags two generations: under a vouched generation it was live and acknowledged 1 when the
+    # coordinator wrote 2, so this status is an old reading of it, and it cannot be writing a's zone.
+    peers = {"a": status("a", acked=1), "b": status("b", acked=0)}
+    verdict = may_acquire(zone, "c", G2_VOUCHED, G1, peers, margin=2)
+    assert not verdict.allowed and verdict.waiting_for == ("a",)
+    assert verdict.retry_at == peers["a"].expires_at(2)
+    peers["a"] = status("a", acked=2)
+    assert may_acquire(zone, "c", G2_VOUCHED, G1, peers, margin=2).allowed
+    assert may_acquire(zone, "c", G2_VOUCHED, G1, {"b": status("b", acked=0)}, margin=2).allowed  # a is gone
+
+
+def test_a_departed_owner_whose_lease_is_unchanged_is_gone_a_margin_after_we_got_the_view() -> None:
+    zone = moved_to_c()
+    stamp = "2026-01-01T00:00:01.000000Z"
+    g2 = replace(G2, members=(Member("b"), Member("c")), acknowledged=1, departed={"a": stamp})
+    owner_now = g2.owner_of(zone)
+    assert owner_now is not None
+    # Read after we got g2 at t=1000: "a" looks live to us (we have just started following it) ...
+    peers = {"a": status("a", acked=1, last_change=1000.0, renew_time=stamp)}
+    verdict = may_acquire(zone, owner_now, g2, G1, peers, margin=2, now=1000.5, received_at=1000.0)
+    assert not verdict.allowed and verdict.retry_at == 1002.0
+    # ... but its Lease still says what the coordinator saw when it judged it lapsed: gone once the
+    # margin has run on our clock.
+    assert may_acquire(zone, owner_now, g2, G1, peers, margin=2, now=1002.0, received_at=1000.0).allowed
+    # It renewed since: it is live, and may have read the previous generation; wait for it as for anyone.
+    renewed = {"a": status("a", acked=1, last_change=1000.0, renew_time="2026-01-01T00:00:04.000000Z")}
+    verdict = may_acquire(zone, owner_now, g2, G1, renewed, margin=2, now=1002.0, received_at=1000.0)
+    assert not verdict.allowed and verdict.retry_at == renewed["a"].expires_at(2)
+    # Without `now` and `received_at`, departed is not taken into account.
+    assert not may_acquire(zone, owner_now, g2, G1, peers, margin=2).allowed
+
+
+def test_a_peer_that_acknowledged_a_newer_generation_says_our_view_is_stale() -> None:
+    zone = moved_to_c()
+    peers = {"a": status("a", acked=3), "b": status("b", acked=2)}
+    for new in (G2, G2_VOUCHED):
+        verdict = may_acquire(zone, "c", new, G1, peers, margin=2)
+        assert not verdict.allowed and verdict.waiting_for == ("a",) and verdict.retry_at is None
+        assert "ours is old" in verdict.reason
+
+
 def test_a_zone_that_had_no_owner_is_acquired_at_once() -> None:
     first = Assignment(1, (Member("a"),))
     empty = Assignment(0, ())
@@ -180,3 +248,28 @@ def test_acquiring_never_overlaps_a_previous_owner_that_neither_acked_nor_expire
             acked = peer.observed_generation
             assert acked is not None and acked >= new.generation - 1
             assert not peer_may_write(peer, zone, new, previous, margin)
+
+
+@settings(max_examples=300, deadline=None)
+@given(handoff_case(), st.sampled_from(ZONES[:50]))
+def test_under_a_vouched_generation_acquiring_never_overlaps_the_previous_owner(
+    case: tuple[Assignment, Assignment, dict[str, MemberStatus], float], zone: str
+) -> None:
+    previous, new, peers, margin = case
+    if previous.generation < 1:
+        return
+    new = replace(new, acknowledged=previous.generation)
+    owner = new.owner_of(zone)
+    if owner is None:
+        return
+    heard = peers_to_hear([zone], owner, new, previous)
+    assert heard is not None and heard <= {previous.owner_of(zone)} - {None}
+    verdict = may_acquire(zone, owner, new, previous, peers, margin)
+    if not verdict.allowed:
+        assert verdict.waiting_for
+        return
+    for identity in heard:
+        if identity in peers:
+            p = peers[identity]
+            assert p.expired(margin) or (p.observed_generation or 0) >= new.generation
+    assert all((p.observed_generation or 0) <= new.generation for i, p in peers.items() if i != owner)

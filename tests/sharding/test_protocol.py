@@ -4,11 +4,16 @@ Hypothesis draws sequences of joins, crashes, restarts, drains, weight changes, 
 coordinator failovers, with lagging watches. Checked at every step: no zone is written by two replicas at
 once (the safety invariant of design §2). Checked once the faults stop: every zone has exactly one active
 owner, the one the latest assignment names (liveness). Derandomized, so CI runs the same cases every time.
+
+As built (issue 39): only the coordinator reads every member Lease; a replica reads the Leases of the
+peers rule 4 names for its pending zones (`ShardState.hearing`: their previous owners when the generation
+vouches for the rest, else everyone), after reading the assignment.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from hypothesis import given, settings
@@ -16,7 +21,7 @@ from hypothesis import strategies as st
 
 from shardsync.sharding.assignment import Assignment, is_successor
 from shardsync.sharding.clock import FakeClock
-from shardsync.sharding.handoff import handoff, may_acquire
+from shardsync.sharding.handoff import handoff, may_acquire, peers_to_hear
 from shardsync.sharding.membership import LivenessTracker, MemberLease, may_write
 from shardsync.sharding.publisher import Publisher, PublisherConfig
 
@@ -53,6 +58,7 @@ class Replica:
     pending: set[str] = field(default_factory=set)
     tracker: LivenessTracker = field(default_factory=LivenessTracker)
     needs_read: bool = True
+    received_at: float = 0.0  # when the view was taken
 
     def start(self) -> None:
         # A new process: runs nothing, knows nothing, must read before it writes.
@@ -94,18 +100,25 @@ class Replica:
         if self.view is None or self.needs_read:
             return
         peers = self.tracker.statuses(now)  # possibly stale: judged at the view's own time
+        view, previous, received = self.view, self.previous, self.received_at
         for zone in sorted(self.pending):  # rule 4: acquire second
-            if may_acquire(zone, self.identity, self.view, self.previous, peers, ACQUIRE_MARGIN).allowed:
+            verdict = may_acquire(
+                zone, self.identity, view, previous, peers, ACQUIRE_MARGIN, now=now, received_at=received
+            )
+            if verdict.allowed:
                 self.pending.discard(zone)
                 self.active.add(zone)
 
     def sync(self, api: Api, clock: FakeClock) -> None:
-        """The watches catch up (or a fresh read): leases and the assignment as the API has them now."""
-        self.tracker.resync(api.leases.values(), clock.monotonic())
+        """The watches catch up (or a fresh read): the assignment as the API has it now, then the Leases of
+        the peers rule 4 must hear from (everyone's, or only its pending zones' previous owners)."""
+        now = clock.monotonic()
         self.needs_read = False
         if api.assignment is not None and is_successor(self.view, api.assignment):
             self.previous, self.view = self.view, api.assignment
+            self.received_at = now
         if self.view is None:
+            self.tracker.resync((), now)
             return
         h = handoff(self.identity, self.view, ZONES, self.active | self.pending)
         self.active -= h.release  # rule 3: release first ...
@@ -117,6 +130,12 @@ class Replica:
         if self.draining and self.identity not in self.view.identities and not (self.active | self.pending):
             del api.leases[self.identity]  # rule 6: released everything, leave for good
             self.alive = False
+            return
+        heard: Collection[str] | None = ()
+        if self.pending:
+            heard = peers_to_hear(self.pending, self.identity, self.view, self.previous)
+        leases = api.leases.values()
+        self.tracker.resync(leases if heard is None else [x for x in leases if x.identity in heard], now)
 
 
 @dataclass
@@ -145,7 +164,9 @@ class Coordinator:
 
 def new_coordinator(api: Api) -> Coordinator:
     return Coordinator(
-        Publisher("coordinator", PublisherConfig(settle=2.0, restart_grace=30.0), api.assignment)
+        Publisher(
+            "coordinator", PublisherConfig(settle=2.0, restart_grace=30.0, ack_wait=LEASE), api.assignment
+        )
     )
 
 
@@ -330,3 +351,25 @@ def test_a_replica_back_from_a_partition_rereads_before_writing() -> None:
     assert not r0.active & (cluster.replicas["r1"].active | cluster.replicas["r2"].active)
     settle(cluster, rng, 40)
     assert r0.active  # it rejoined and got zones back
+
+
+def test_a_generation_that_cannot_vouch_for_a_stalled_replica_makes_the_next_owner_hear_from_everyone() -> (
+    None
+):
+    # r1 keeps renewing and writing but never sees a new generation. Generation 2 (r3 joins) vouches that
+    # everyone had acknowledged 1; generation 3 (r4 joins) cannot vouch for 2, so whoever gains a zone in
+    # it hears from every member, r1 included, rather than only from the zone's owner in generation 2.
+    cluster, rng = started_cluster(3, seed=11)
+    r1 = cluster.replicas["r1"]
+    r1.stalled = True
+    cluster.replicas["r3"].start()
+    settle(cluster, rng, 10)
+    cluster.replicas["r4"].start()
+    settle(cluster, rng, 40)
+    final = cluster.api.assignment
+    assert final is not None and final.generation == 3 and final.acknowledged == 1
+    assert (
+        r1.view is not None and r1.view.generation == 1 and r1.active
+    )  # still writing its generation-1 zones
+    for identity in ("r3", "r4"):
+        assert not cluster.replicas[identity].active & r1.active
