@@ -217,9 +217,9 @@ class Replica:
             return False, "zones not listed yet"
         return self.ownership.ready()
 
-    def shards(self) -> dict[str, Any]:
+    async def shards(self) -> dict[str, Any]:
         self.worker.totals()
-        return self.ownership.snapshot(self)
+        return await self.ownership.snapshot(self)
 
     # -- the whole replica ----------------------------------------------------------------------
 

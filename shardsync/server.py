@@ -8,7 +8,7 @@ read the replica's state without locks and always see a consistent snapshot.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -41,7 +41,7 @@ class StatusEndpoints:
     def __init__(
         self,
         ready: Callable[[], tuple[bool, str]],
-        shards: Callable[[], dict[str, Any]],
+        shards: Callable[[], dict[str, Any] | Awaitable[dict[str, Any]]],  # awaited when a coroutine
         notes: Callable[[], list[str]] = list,
     ) -> None:
         self.ready = ready

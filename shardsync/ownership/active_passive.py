@@ -18,8 +18,8 @@ from shardsync.ownership import shards_view
 from shardsync.ownership.metrics import GENERATION
 from shardsync.ownership.port import Host
 from shardsync.providers.base import FenceToken
+from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.clock import wall_at
-from shardsync.sharding.coordinator_loop import Candidate
 from shardsync.sharding.site import Site
 from shardsync.sharding.states import MemberState, ZoneState
 
@@ -97,7 +97,7 @@ class ActivePassiveOwnership:
         for zone in sorted(host.worker.owned()):
             await host.worker.release(zone)
 
-    def snapshot(self, host: Host) -> dict[str, Any]:
+    async def snapshot(self, host: Host) -> dict[str, Any]:
         leader = self.candidate.leader
         zones = sorted(host.zones)
         generation = self.candidate.transitions

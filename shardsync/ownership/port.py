@@ -87,8 +87,9 @@ class Ownership(Protocol):
         """A write to `zone` was refused by its fence: stop owning it until the assignment says otherwise."""
         ...
 
-    def snapshot(self, host: Host) -> dict[str, Any]:
-        """The /shards document (shards_view's contract)."""
+    async def snapshot(self, host: Host) -> dict[str, Any]:
+        """The /shards document (shards_view's contract); it may read the API (a sharded replica that does
+        not follow every member Lease lists them)."""
         ...
 
     async def stop(self, host: Host) -> None:

@@ -2,18 +2,21 @@
 over safely (design §2 rules 3-6). It implements shardsync.ownership.port's `Ownership`.
 
 `ShardedOwnership` is the I/O shell around the pure `ShardState` (shard_state.py, where each rule's step
-is explained). `run(host)` runs the member lease (`MemberLoop`), the assignment watch, the coordinator
-(`CoordinatorLoop`: every replica is a candidate) and the shard loop, which on every change (a new
-generation, a member lease, the provider's zone list, a timer) does, in this order:
+is explained). `run(host)` runs the member lease (`MemberLoop`), the member Leases it follows
+(`PeerView`: every one while it leads or must hear from everyone, else the coordinator's and those of the
+peers rule 4 names), the assignment watch, the coordinator (`Candidate` and `CoordinatorLoop`: every
+replica is a candidate) and the shard loop, which on every change (a new generation, a followed member
+lease, the provider's zone list, a timer) does, in this order:
 1. nothing while self-fenced (rule 5); after the lease was renewed past its write fence, a fresh GET of the
    assignment before anything else (never act on the view held while fenced);
 2. switch to a newer generation only (a skipped generation puts kept zones through rule 4 again: they may
    have had another owner meanwhile);
 3. release every zone not owned in that generation, awaiting in-flight writes (rule 3), then acknowledge
    the generation on the member lease;
-4. start each gained zone only when `may_acquire` allows it (rule 4), retrying at its `retry_at`, and only
-   once the member view is at least as fresh as the assignment (a lagging lease watch would hide a peer
-   that is still writing): `worker.own(zone, FenceToken(generation, identity))`.
+4. follow the Leases of the peers the gained zones must hear from, and start each gained zone only when
+   `may_acquire` allows it (rule 4), retrying at its `retry_at`, and only once the view of those Leases is
+   at least as fresh as the assignment (a lagging view would hide a peer that is still writing):
+   `worker.own(zone, FenceToken(generation, identity))`.
 A write refused by a zone's fence (`on_fenced`, the worker's callback) drops the zone until a newer
 generation gives it again. Its failures (self-fenced, the assignment unreadable, zones dropped) are logged
 through a `LogDigest`: the first at once, repeats as one line a minute, however often the lease flaps.
@@ -43,11 +46,14 @@ from shardsync.ownership.shard_state import Gate, ShardState
 from shardsync.providers.base import FenceToken
 from shardsync.sharding.assignment import Assignment
 from shardsync.sharding.assignment_watch import AssignmentWatch
+from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.clock import wall_at
 from shardsync.sharding.coordinator_loop import CoordinatorLoop
 from shardsync.sharding.departure import departure
 from shardsync.sharding.handoff import zone_state
 from shardsync.sharding.member_loop import MemberLoop
+from shardsync.sharding.peer_view import PeerView
+from shardsync.sharding.roster import Roster
 from shardsync.sharding.site import Site
 from shardsync.sharding.states import MemberState
 
@@ -64,11 +70,14 @@ class ShardedOwnership:
         self.clock = site.clock
         self.members = MemberLoop(site)
         self.watch = AssignmentWatch(site)
-        self.coordinator = CoordinatorLoop(site, self.members, self.watch)
+        self.candidate = Candidate(site)
+        self.peers = PeerView(site, self.members, self.candidate)
+        self.coordinator = CoordinatorLoop(site, self.peers, self.watch, self.candidate)
+        self.roster = Roster(site)  # every member Lease, read for /shards when we do not follow them all
         self.state = ShardState(site.identity, site.timings)
         self._wake = Notifier()
         self._progress = Notifier()  # after every pass of the shard loop
-        for source in (self.members.changed, self.watch.changed):
+        for source in (self.members.changed, self.watch.changed, self.peers.changed):
             source.forward_to(self._wake)
         self._scope: anyio.CancelScope | None = None
         self.digest = LogDigest(clock=self.clock.monotonic)
@@ -100,13 +109,14 @@ class ShardedOwnership:
             host.zones_changed.forward_to(self.coordinator.zones_changed)
             self.coordinator.zones = lambda: host.zones  # what the slot table is balanced on
             tg.start_soon(self.members.run)
+            tg.start_soon(self.peers.run)
             tg.start_soon(self.watch.run)
             tg.start_soon(self.coordinator.run)
             tg.start_soon(self._shard_loop, host)
             tg.start_soon(self.digest.run)
 
     def is_coordinator(self) -> bool:
-        return self.coordinator.candidate.is_leader()
+        return self.candidate.is_leader()
 
     def on_fenced(self, zone: str, token: FenceToken | None) -> None:
         """The worker's callback: the zone's fence refused our write, so someone newer holds it."""
@@ -199,30 +209,33 @@ class ShardedOwnership:
         if generation is not None:
             self.members.acknowledge(generation)
             log.info("generation acknowledged", generation=generation)
-        if not state.gain(zones, self.clock.monotonic()):
+        gaining = state.gain(zones, self.clock.monotonic())
+        hearing = state.hearing()
+        self.peers.follow(hearing)
+        if not gaining:
             return self.timings.renew_interval  # draining: nothing is gained
-        return self._acquire(host, view)
+        return self._acquire(host, view, hearing)
 
-    def _acquire(self, host: Host, view: Assignment) -> float:
+    def _acquire(self, host: Host, view: Assignment, hearing: frozenset[str] | None) -> float:
         """Rule 4 for every pending zone; returns how long until the next verdict may change."""
         state = self.state
         if not state.pending:
             return self.timings.renew_interval
-        synced_at = self.members.tracker.synced_at
+        synced_at = self.peers.synced_for(hearing)
         gate = state.acquire_gate(self.may_write(), synced_at)
         if gate is not Gate.OPEN:
-            if gate is Gate.ASK:
-                self.members.renew_soon()
+            if gate is Gate.ASK or synced_at is None:
+                self.peers.confirm()  # the view does not cover whom we must hear from yet: read them
             log.debug(
                 "acquiring waits for a fresh member view",
                 zones=len(state.pending),
                 synced_at=synced_at,
                 view_read_at=state.view_read_at,
             )
-            return self.timings.renew_interval  # woken by the echo of our next renewal
-        result = state.acquire(self.clock.monotonic(), self.members.statuses())
+            return self.timings.renew_interval  # woken when the view is proven current
+        result = state.acquire(self.clock.monotonic(), self.peers.statuses())
         if result.refresh_now:
-            self.members.renew_soon()
+            self.peers.confirm()
         for zone, waited in result.acquired:
             host.worker.own(zone, FenceToken(view.generation, self.identity))
             HANDOFF_WAIT.observe(waited)
@@ -239,10 +252,10 @@ class ShardedOwnership:
 
     # -- /shards ---------------------------------------------------------------------------------------
 
-    def snapshot(self, host: Host) -> dict[str, Any]:
+    async def snapshot(self, host: Host) -> dict[str, Any]:
         view = self.state.view
         generation = view.generation if view is not None else 0
-        statuses = self.members.statuses()
+        statuses = self.peers.statuses() if self.peers.everyone else await self.roster.statuses()
         owners = {zone: (view.owner_of(zone) if view is not None else None) for zone in sorted(host.zones)}
         counts = shards_view.zone_counts(owners)
         members = []
@@ -271,7 +284,7 @@ class ShardedOwnership:
             rows.append(shards_view.zone_row(zone, owner, state, host.worker.status(zone)))
         return shards_view.snapshot(
             generation,
-            shards_view.coordinator(self.coordinator.candidate.leader, self.identity, self.is_coordinator()),
+            shards_view.coordinator(self.candidate.leader, self.identity, self.is_coordinator()),
             self.identity,
             members,
             rows,

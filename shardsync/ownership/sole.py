@@ -45,7 +45,7 @@ class SoleOwner:
     def on_fenced(self, zone: str, token: FenceToken | None) -> None:
         return None  # unfenced: its writes carry no token to be refused
 
-    def snapshot(self, host: Host) -> dict[str, Any]:
+    async def snapshot(self, host: Host) -> dict[str, Any]:
         me = self.identity
         owned = len(host.worker.owned())
         member = shards_view.member_row(me, MemberState.READY, self.weight, owned, 0, None)

@@ -1,45 +1,37 @@
-"""This replica's member Lease, and everyone's as this replica sees them (design §2 rules 1 and 5, the I/O).
+"""This replica's member Lease (design §2 rule 5, the I/O); how the others' look is peer_view.py's.
 
-`MemberLoop.run()` does two things until cancelled:
-- keeps `<instance>-member-<identity>` renewed every renew interval: a replace with the resourceVersion last
-  read (409 or 404: read again and retry at once; absent: create), carrying the weight, draining,
-  restarting and observed-generation annotations the rest of the replica asks for (`acknowledge`,
-  `set_draining`, `set_restarting`; `flush` waits until they are written);
-- lists and watches every member Lease of the instance into a `LivenessTracker`, marking the view current
-  when the watch delivers one of our own renewals (everything written before it has then been seen) or
-  after a full list.
+`MemberLoop.run()` keeps `<instance>-member-<identity>` renewed every renew interval until cancelled: a
+replace with the resourceVersion last read (409 or 404: read again and retry at once; absent: create),
+carrying the weight, draining, restarting and observed-generation annotations the rest of the replica asks
+for (`acknowledge`, `set_draining`, `set_restarting`; `flush` waits until they are written). It remembers
+when it sent each renewTime it wrote (`sent_at`), so a watch that delivers one of them back proves that
+watch current up to that instant.
 
 `last_renewed` is the monotonic time our last successful write was *sent*; `may_write()` is rule 5 on it.
 `fence_epoch` goes up whenever a renewal succeeds after the write fence had lapsed (and on the first one):
-whoever acts on what it read from the API must read again before writing when the epoch moved.
+whoever acts on what it read from the API must read again before writing when the epoch moved, and each
+of `on_regained` is called (with the time) when that happens after a lapse.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 import anyio
 from prometheus_client import Counter
 
 from shardsync.backoff import Backoff
-from shardsync.informer import Informer
 from shardsync.kube import KubeError
 from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import LEASES
 from shardsync.sharding.clock import Clock
-from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.membership import (
-    LivenessTracker,
     MalformedLease,
     MemberLease,
-    MemberStatus,
-    identity_from_name,
-    label_selector,
     may_write,
     member_lease_name,
     write_deadline,
@@ -69,15 +61,10 @@ class MemberLoop:
         self.timings = site.timings
         self.clock: Clock = site.clock
         self.name = member_lease_name(site.instance, site.identity)
-        self.tracker = LivenessTracker(grace=site.timings.renew_interval)
-        self.changed = Notifier()  # a member lease changed, or our own renewal succeeded
-        # The coordinator Lease shares the member Leases' labels, so this watch sees it too: raised when
-        # its holder changes (taken, released), so candidates try at once instead of at their next round.
-        self.coordinator_changed = Notifier()
-        self._coordinator_name = coordinator_lease_name(site.instance)
-        self._coordinator_holder: str | None = None
-        self.on_coordinator_lease: Callable[[dict[str, Any]], None] | None = None  # each watched version
+        self.changed = Notifier()  # our own write succeeded (a renewal, an acknowledgement, a flag)
+        self.on_regained: list[Callable[[float], None]] = []  # renewed again after the write fence lapsed
         self.last_renewed: float | None = None
+        self.last_failure: float | None = None  # when a renewal last failed (monotonic)
         self.fence_epoch = 0
         self._weight = site.weight
         self._draining = False
@@ -90,14 +77,8 @@ class MemberLoop:
         self._closed = False
         self._lock = anyio.Lock()
         self._wake = Notifier()
-        self._informer = _MemberInformer(self)
 
     # -- what the rest of the replica reads ---------------------------------------------------------
-
-    @property
-    def synced(self) -> anyio.Event:
-        """Set once the member leases have been listed."""
-        return self._informer.synced
 
     def may_write(self) -> bool:
         """Rule 5: our lease is fresh enough that nobody can deem it expired yet."""
@@ -111,8 +92,9 @@ class MemberLoop:
             return None
         return write_deadline(self.last_renewed, self.timings.lease_duration, self.timings.fence_margin)
 
-    def statuses(self) -> dict[str, MemberStatus]:
-        return self.tracker.statuses(self.clock.monotonic())
+    def sent_at(self, renew_time: str | None) -> float | None:
+        """When the write that stamped `renew_time` on our Lease was sent (None: not one we remember)."""
+        return self._sent.get(_instant(renew_time)) if renew_time is not None else None
 
     @property
     def acknowledged(self) -> int | None:
@@ -141,7 +123,8 @@ class MemberLoop:
         self._request()
 
     def renew_soon(self) -> None:
-        """Renew now rather than at the next tick: its echo through the watch proves our view current."""
+        """Renew now rather than at the next tick (its echo through a watch of every member Lease proves
+        that watch current)."""
         self._wake.notify()
 
     def _request(self) -> None:
@@ -163,12 +146,7 @@ class MemberLoop:
     # -- the loops ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Renew our lease and watch everyone's until cancelled (renewing stops once closed)."""
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._informer.run)
-            await self._renew_loop()
-
-    async def _renew_loop(self) -> None:
+        """Renew our lease until cancelled or closed."""
         backoff = Backoff(
             initial=min(0.2, self.timings.renew_interval / 2), maximum=self.timings.renew_interval
         )
@@ -225,6 +203,7 @@ class MemberLoop:
                     break
                 self._stored(stored, sent, version)
                 return True
+        self.last_failure = self.clock.monotonic()
         RENEW_FAILURES.labels("member").inc()
         # An unreachable API fails every renewal: one warning per step of the outage, not per renewal.
         emit = log.debug if self.kube.health.quiet(status) else log.warning
@@ -265,7 +244,8 @@ class MemberLoop:
             # Observers may have deemed us gone meanwhile: whatever we read before is suspect now.
             self.fence_epoch += 1
             if previous is not None:
-                self._restart_peer_timers(now)
+                for regained in self.on_regained:
+                    regained(now)
             log.info(
                 "member lease acquired" if previous is None else "member lease renewed after the write fence",
                 lease=self.name,
@@ -275,17 +255,6 @@ class MemberLoop:
         self._lease = lease
         self._written = max(self._written, version)
         self.changed.notify()
-
-    def _restart_peer_timers(self, now: float) -> None:
-        """We could not renew for longer than the write fence: most likely nobody could (an API outage).
-        Peers silent meanwhile had no chance to renew, so each counts as just seen, as client-go treats
-        the leases a new observer finds; otherwise the first replica back would judge every other one
-        expired and move their zones away and back. A peer that really crashed expires one lease later."""
-        for identity in list(self.tracker.statuses(now)):
-            lease = self.tracker.lease(identity)
-            self.tracker.forget(identity)
-            if lease is not None:
-                self.tracker.observe(lease, now)
 
     def _remember_sent(self, renew_time: str | None, sent: float) -> None:
         if renew_time is not None:
@@ -318,59 +287,6 @@ class MemberLoop:
         log.info("member lease deleted", lease=self.name)
         return True
 
-    # -- the watch ---------------------------------------------------------------------------------
-
-    def _on_change(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        now = self.clock.monotonic()
-        if _name(new or old) == self._coordinator_name:
-            self._coordinator_seen(new)
-            return
-        if new is None:
-            identity = identity_from_name(self.instance, _name(old))
-            if identity is not None:
-                self.tracker.forget(identity)
-                log.info("member lease gone", member=identity)
-        else:
-            try:
-                lease = MemberLease.from_object(new, self.instance)
-            except MalformedLease:
-                return  # the coordinator lease shares our labels; anything else unreadable is not a member
-            first = self.tracker.lease(lease.identity) is None
-            self.tracker.observe(lease, now)
-            own = lease.identity == self.identity and lease.renew_time is not None
-            sent = self._sent.get(_instant(lease.renew_time or "")) if own else None
-            if sent is not None:
-                self.tracker.mark_synced(sent)
-            if first and lease.identity != self.identity:
-                log.info(
-                    "member seen", member=lease.identity, weight=lease.weight, problems=len(lease.problems)
-                )
-        self.changed.notify()
-
-    def _coordinator_seen(self, obj: dict[str, Any] | None) -> None:
-        if obj is not None and self.on_coordinator_lease is not None:
-            self.on_coordinator_lease(obj)
-        spec = (obj or {}).get("spec")
-        holder = str(spec.get("holderIdentity") or "") if isinstance(spec, dict) else ""
-        if holder != self._coordinator_holder:
-            self._coordinator_holder = holder
-            self.coordinator_changed.notify()
-
-    def _resynced(self, objects: Iterable[dict[str, Any]], sent: float) -> None:
-        leases = []
-        for obj in objects:
-            try:
-                leases.append(MemberLease.from_object(obj, self.instance))
-            except MalformedLease:
-                continue
-        self.tracker.resync(leases, sent)
-        self.changed.notify()
-
-
-def _name(obj: dict[str, Any] | None) -> str:
-    metadata = (obj or {}).get("metadata")
-    return str(metadata.get("name") or "") if isinstance(metadata, dict) else ""
-
 
 def _instant(stamp: str) -> object:
     """A renewTime as an instant, so `...123456Z` and `...123456+00:00` (servers differ) compare equal."""
@@ -378,23 +294,3 @@ def _instant(stamp: str) -> object:
         return datetime.fromisoformat(stamp)
     except ValueError:
         return stamp
-
-
-class _MemberInformer(Informer):
-    """The member leases of the instance; a full list also tells the tracker its view is current."""
-
-    def __init__(self, loop: MemberLoop) -> None:
-        super().__init__(
-            loop.kube,
-            LEASES,
-            namespace=loop.namespace,
-            label_selector=label_selector(loop.instance),
-            on_change=loop._on_change,
-            name="member-leases",
-        )
-        self._loop = loop
-
-    async def relist(self) -> None:
-        sent = self._loop.clock.monotonic()
-        await super().relist()
-        self._loop._resynced(self.cache.values(), sent)

@@ -333,9 +333,12 @@ class LivenessTracker:
         self.grace = grace
         self.current_since: float | None = None
 
-    def mark_synced(self, at: float) -> None:
-        """The view is known to hold every change made before monotonic time `at`."""
-        stale = self.synced_at is None or at - self.synced_at > 2 * self.grace
+    def mark_synced(self, at: float, gap: bool | None = None) -> None:
+        """The view is known to hold every change made before monotonic time `at`. `gap` says whether it
+        may have missed renewals just before (an outage): by default, when it was last known current more
+        than two grace periods earlier; an observer that proved its view only now and then (peer_view.py's
+        few watches) says so from whether the API answered meanwhile."""
+        stale = self.synced_at is None or at - self.synced_at > 2 * self.grace if gap is None else gap
         if self.grace > 0 and stale and math.isfinite(at):
             self.current_since = at
         self.synced_at = at if self.synced_at is None else max(self.synced_at, at)
@@ -357,16 +360,16 @@ class LivenessTracker:
         """The lease was deleted: the member is gone (it deletes its lease only after releasing its zones)."""
         self._seen.pop(identity, None)
 
-    def resync(self, leases: Iterable[MemberLease], now: float) -> None:
+    def resync(self, leases: Iterable[MemberLease], now: float, gap: bool | None = None) -> None:
         """A full list taken at `now` (pass the time the request was sent): observe each lease, forget members
-        no longer listed, and mark the view current."""
+        no longer listed, and mark the view current (`gap`: see `mark_synced`)."""
         listed = set()
         for lease in leases:
             listed.add(lease.identity)
             self.observe(lease, now)
         for identity in set(self._seen) - listed:
             self.forget(identity)
-        self.mark_synced(now)
+        self.mark_synced(now, gap)
 
     def lease(self, identity: str) -> MemberLease | None:
         seen = self._seen.get(identity)

@@ -43,7 +43,7 @@ VERBS: dict[str, tuple[str, ...]] = {
     "patch": ("patch",),
     "delete": ("delete",),
 }
-INFORMERS = frozenset({"Informer", "_MemberInformer"})
+INFORMERS = frozenset({"Informer", "_FullInformer"})
 _KUBE_NAMES = frozenset({"kube", "_kube"})
 
 

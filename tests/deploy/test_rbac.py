@@ -117,7 +117,7 @@ def test_crds_are_followed_by_name_and_granted_by_name(base: list[Obj]) -> None:
 def test_informers_count_as_list_and_watch_and_one_shot_lists_do_not() -> None:
     seen = {(u.module.name, u.resource.plural, u.verb) for u in api_calls.uses()}
     assert ("cluster.py", "leases", "list") in seen  # `shardsync shards`: one list
-    assert ("member_loop.py", "leases", "informer") in seen
+    assert ("peer_view.py", "leases", "informer") in seen
     assert ("assignment_watch.py", "configmaps", "informer") in seen
 
 

@@ -157,10 +157,12 @@ async def test_sole_owner_follows_the_zone_list_and_releases_everything_on_stop(
     assert host.worker.owned() == []
 
 
-def test_sole_owner_snapshot() -> None:
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_sole_owner_snapshot(anyio_backend: str) -> None:
     host = FakeHost({"a.com", "b.com"})
     host.worker.own("a.com")
-    doc = SoleOwner("r0", weight=3).snapshot(host)
+    doc = await SoleOwner("r0", weight=3).snapshot(host)
     assert doc["generation"] == 0 and doc["coordinator"] == doc["self"] == "r0"
     assert doc["members"] == [
         {

@@ -18,10 +18,10 @@ async def test_a_stopped_coordinator_stops_naming_itself(apiserver: ApiServer) -
             await c.add(identity)
         await wait_for(c.settled, 20, f"settle: {describe(c)}")
         leader = next(n for n in c.nodes.values() if n.sharded.is_coordinator())
-        assert leader.sharded.snapshot(leader)["coordinator"] == leader.identity
+        assert (await leader.sharded.snapshot(leader))["coordinator"] == leader.identity
         other = next(n for n in c.nodes.values() if n is not leader)
         await c.stop(leader)
-        assert leader.sharded.coordinator.candidate.leader == leader.identity  # its last observation
-        assert leader.sharded.snapshot(leader)["coordinator"] == ""
+        assert leader.sharded.candidate.leader == leader.identity  # its last observation
+        assert (await leader.sharded.snapshot(leader))["coordinator"] == ""
         await wait_for(lambda: other.sharded.is_coordinator(), LEASE, "handover")
-        assert other.sharded.snapshot(other)["coordinator"] == other.identity
+        assert (await other.sharded.snapshot(other))["coordinator"] == other.identity

@@ -9,6 +9,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from shardsync.kube import Kube
@@ -16,9 +17,11 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.objects import CONFIGMAPS, LEASES, Resource
 from shardsync.sharding.assignment import Assignment, Member, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
-from shardsync.sharding.coordinator_loop import Candidate, CoordinatorLoop
+from shardsync.sharding.candidate import Candidate
+from shardsync.sharding.coordinator_loop import CoordinatorLoop
 from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.member_loop import MemberLoop
+from shardsync.sharding.peer_view import PeerView
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from tests.sharding.cluster import INSTANCE, LEASE, NAMESPACE, RENEW, SETTLE, user_agent, wait_for
@@ -36,6 +39,16 @@ async def kubes(apiserver: ApiServer, *identities: str) -> AsyncIterator[list[Ku
     finally:
         for kube in clients:
             kube.api_client.close()  # type: ignore[no-untyped-call]
+
+
+def coordinator(site: Site, tg: anyio.abc.TaskGroup) -> CoordinatorLoop:
+    """A replica's coordinator side and what it needs (member lease, followed leases, assignment watch),
+    started in `tg`."""
+    members, watch, candidate = MemberLoop(site), AssignmentWatch(site), Candidate(site)
+    loop = CoordinatorLoop(site, PeerView(site, members, candidate), watch, candidate)
+    for task in (members.run, loop.peers.run, watch.run, loop.run):
+        tg.start_soon(task)
+    return loop
 
 
 async def read(kube: Kube, resource: Resource, name: str) -> dict[str, Any]:
@@ -101,14 +114,7 @@ async def test_the_coordinator_publishes_and_continues_from_the_stored_generatio
         stack.callback(tg.cancel_scope.cancel)
 
         def start(index: int) -> CoordinatorLoop:
-            identity = f"p{index}"
-            site = Site(clients[index], NAMESPACE, INSTANCE, identity, TIMINGS)
-            members = MemberLoop(site)
-            watch = AssignmentWatch(site)
-            loop = CoordinatorLoop(site, members, watch)
-            for task in (members.run, watch.run, loop.run):
-                tg.start_soon(task)
-            return loop
+            return coordinator(Site(clients[index], NAMESPACE, INSTANCE, f"p{index}", TIMINGS), tg)
 
         loops = [start(0), start(1)]
         await wait_for(lambda: sum(loop.is_leader() for loop in loops) == 1, 5, "a coordinator")
@@ -134,20 +140,15 @@ async def test_the_coordinator_publishes_and_continues_from_the_stored_generatio
 
 
 async def test_a_released_lease_is_taken_within_a_fraction_of_a_renew_interval(apiserver: ApiServer) -> None:
-    # Rounds every 2 s: a successor that waited for its next round would take up to 2 s. The member watch
-    # sees the coordinator Lease handed back and wakes the candidates at once (the SIGTERM handover).
+    # Rounds every 2 s: a successor that waited for its next round would take up to 2 s. Its watch of the
+    # coordinator Lease sees it handed back and wakes the candidates at once (the SIGTERM handover).
     slow = Timings.derive(6, 2.0, 0.1)
     async with kubes(apiserver, "s0", "s1", "admin") as clients, AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
         loops = []
         for kube, identity in zip(clients, ("s0", "s1"), strict=False):
-            site = Site(kube, NAMESPACE, INSTANCE, identity, slow)
-            members = MemberLoop(site)
-            loop = CoordinatorLoop(site, members, AssignmentWatch(site))
-            for task in (members.run, loop.watch.run, loop.run):
-                tg.start_soon(task)
-            loops.append(loop)
+            loops.append(coordinator(Site(kube, NAMESPACE, INSTANCE, identity, slow), tg))
         await wait_for(lambda: sum(loop.is_leader() for loop in loops) == 1, 8, "a coordinator")
         await anyio.sleep(2.5)  # every candidate is between two rounds now
         leader = next(loop for loop in loops if loop.is_leader())
@@ -168,11 +169,9 @@ async def test_a_corrupt_assignment_keeps_the_last_good_generation_until_the_coo
         stack.callback(tg.cancel_scope.cancel)
         watches = []
         for index in range(2):
-            site = Site(clients[index], NAMESPACE, INSTANCE, f"q{index}", TIMINGS)
-            members, watch = MemberLoop(site), AssignmentWatch(site)
-            watches.append(watch)
-            for task in (members.run, watch.run, CoordinatorLoop(site, members, watch).run):
-                tg.start_soon(task)
+            watches.append(
+                coordinator(Site(clients[index], NAMESPACE, INSTANCE, f"q{index}", TIMINGS), tg).watch
+            )
         good = await stored_with(admin, {"q0", "q1"})
         await wait_for(lambda: all(w.current == good for w in watches), 5, "both see the first generation")
 

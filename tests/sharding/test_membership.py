@@ -219,6 +219,26 @@ def test_after_an_outage_an_expiry_counts_only_once_it_persists_a_renew_interval
     assert status is not None and status.state is MemberState.EXPIRED
 
 
+def test_an_observer_that_proves_its_view_only_now_and_then_says_whether_there_was_a_gap() -> None:
+    # A replica that followed a few Leases and now lists them all (it took over the coordinator Lease): its
+    # view was not proven for a while, but the API answered all along, so a silent member expires on time.
+    clock = FakeClock()
+    tracker = LivenessTracker(grace=1.0)
+    lease = MemberLease.new(INSTANCE, "dns-0", clock.now(), lease_duration=3)
+    start = clock.monotonic()
+    tracker.observe(lease, start)  # its renewals seen by a watch of it alone, never proven current
+    clock.advance(3.5)
+    tracker.resync([lease], clock.monotonic(), gap=False)
+    status = tracker.status("dns-0", clock.monotonic())
+    assert status is not None and status.state is MemberState.EXPIRED and status.expires_at() == start + 3
+    # The same list after the API failed us lately: the silent member gets the grace.
+    other = LivenessTracker(grace=1.0)
+    other.observe(lease, start)
+    other.resync([lease], clock.monotonic(), gap=True)
+    status = other.status("dns-0", clock.monotonic())
+    assert status is not None and status.live and status.expires_at() == clock.monotonic() + 1.0
+
+
 def test_remote_timestamps_and_our_wall_clock_do_not_matter() -> None:
     clock = FakeClock()
     tracker = current_view()

@@ -69,7 +69,7 @@ async def test_three_replicas_own_every_zone_once_and_agree_on_the_generation(ap
         assert_safe(c)
 
         # /shards: every replica tells the same story, in the contract's shape.
-        snaps = [o.snapshot(n) for o, n in zip(c.sharded(), c.nodes.values(), strict=True)]
+        snaps = [await o.snapshot(n) for o, n in zip(c.sharded(), c.nodes.values(), strict=True)]
         for node, snap in zip(c.nodes.values(), snaps, strict=True):
             assert set(snap) == {"generation", "coordinator", "self", "members", "zones", "assignment"}
             assert (
@@ -338,7 +338,7 @@ async def test_a_restarting_replica_gets_its_parked_zones_back_without_a_new_gen
         await anyio.sleep(LEASE + 1)  # its lease lapses, but the grace (30 s) keeps its zones parked
         for o, node in ((n.sharded, n) for n in c.nodes.values()):
             assert o.view is not None and o.view.generation == generation
-            rows = {r["zone"]: r for r in o.snapshot(node)["zones"]}
+            rows = {r["zone"]: r for r in (await o.snapshot(node))["zones"]}
             assert {z for z, r in rows.items() if r["state"] == "parked"} == parked
         await c.add("shard-1")  # the new incarnation
         await wait_for(c.settled, 10, f"settle after the restart: {describe(c)}")
@@ -383,7 +383,7 @@ async def test_a_write_refused_by_the_fence_drops_the_zone_until_a_newer_generat
         c.set_record(zone, "10.253.0.1")
         await wait_for(lambda: zone not in owner.worker.statuses, 5, "zone dropped")
         assert owner.sharded.state.dropped == {zone: view.generation}
-        rows = {r["zone"]: r for r in owner.sharded.snapshot(owner)["zones"]}
+        rows = {r["zone"]: r for r in (await owner.sharded.snapshot(owner))["zones"]}
         assert rows[zone]["state"] == "pending" and rows[zone]["owner"] == owner.identity
         await anyio.sleep(0.5)
         assert zone not in owner.worker.statuses  # not retried under the same generation

@@ -42,7 +42,7 @@ async def test_only_the_coordinator_writes_and_a_takeover_fences_the_old_one_out
         assert token is not None and token.identity == leader
         await wait_for(lambda: all(c.store.fence_of(z) == token for z in c.zones), 5, "fences")
         for node in c.nodes.values():
-            snap = passive(node).snapshot(node)
+            snap = await passive(node).snapshot(node)
             assert snap["coordinator"] == leader and snap["generation"] == token.generation
             assert {row["owner"] for row in snap["zones"]} == {leader}
             assert all(o.ready()[0] for o in (passive(n) for n in c.nodes.values()))

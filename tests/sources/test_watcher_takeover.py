@@ -20,7 +20,7 @@ from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
-from shardsync.sharding.coordinator_loop import Candidate
+from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.sources.watcher import INVALID_REASON, SourceWatcher, WatchOptions
