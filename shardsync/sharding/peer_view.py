@@ -34,6 +34,7 @@ from shardsync.logs import get_logger
 from shardsync.notify import Notifier
 from shardsync.objects import LEASES
 from shardsync.sharding.candidate import Candidate
+from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.member_loop import MemberLoop
 from shardsync.sharding.membership import (
     LivenessTracker,
@@ -248,7 +249,7 @@ class PeerView:
         try:
             lease = MemberLease.from_object(obj, self.site.instance)
         except MalformedLease:
-            return None  # the coordinator Lease shares the labels; anything else unreadable is no member
+            return None  # not a member Lease of ours
         first = self.tracker.lease(lease.identity) is None
         self.tracker.observe(lease, now)
         if first and lease.identity != self.site.identity:
@@ -312,6 +313,8 @@ class _FullInformer(Informer):
             LEASES,
             namespace=site.namespace,
             label_selector=label_selector(site.instance),
+            # The coordinator Lease carries the same labels; its candidates watch it on their own.
+            field_selector=f"metadata.name!={coordinator_lease_name(site.instance)}",
             on_change=view._on_change,
             name="member-leases",
         )
