@@ -3,6 +3,8 @@ write (who is woken, who switches generation)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from datetime import datetime
 
 from bench.simulate.api import Api, Traffic
@@ -24,7 +26,9 @@ class Cluster:
         self.zones = zones
         self.traffic = Traffic(self.t0)
         self.running = 0  # processes up, each with its watches open
-        self.api = Api(self.clock, self.traffic, lambda: self.running)
+        self.full_watchers: set[str] = set()  # replicas following every member Lease
+        self.followers: dict[str, set[str]] = {}  # a member Lease -> the replicas following it by name
+        self.api = Api(self.clock, self.traffic, lambda: self.running, self.recipients)
         self.ledger = Ledger(len(zones))
         self.replicas: dict[str, Replica] = {}
         self.silent: set[str] = set()  # Leases still stored whose holder no longer renews them
@@ -54,6 +58,10 @@ class Cluster:
 
     # -- bookkeeping the replicas call -----------------------------------------------------------------
 
+    def recipients(self, identity: str) -> Iterable[str]:
+        """Who is sent a write of `identity`'s member Lease (a replica follows it either way, not both)."""
+        return itertools.chain(self.full_watchers, self.followers.get(identity, ()))
+
     def started(self, replica: Replica) -> None:
         self.running += 1
         self.silent.discard(replica.identity)
@@ -71,8 +79,9 @@ class Cluster:
         return replica if replica is not None and replica.running else None
 
     def coordinator_stopped(self, now: float) -> None:
-        """The coordinator Lease was released, or its holder stopped: every dormant candidate runs its
-        rounds again."""
+        """The coordinator Lease was released, or its holder stopped: every candidate, which has timed it
+        from its watch, runs a round when it is free (at once when released, a lease duration after its
+        last write when its holder crashed)."""
         for replica in self.live():
             replica.resume(now)
 

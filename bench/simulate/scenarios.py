@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.simulate.api import CONFIGMAP, DELIVERIES, LEASES, WATCHED
+from bench.simulate.api import CONFIGMAP, DELIVERIES, LEASES, REQUESTS, Traffic
 from bench.simulate.cluster import Cluster
 from bench.simulate.params import (
     CRASH,
@@ -169,6 +169,9 @@ def play(prepared: Prepared, event: str) -> Outcome:
     event_at, timing, names = prepared.event_at, c.timing, c.zones
     rng = random.Random(f"{seed}/{replicas}/{zones}/{event}")
     before = c.parsed
+    leader = c.coordinator()
+    coordinator = leader.identity if leader is not None else ""
+    steady_members = [r.identity for r in c.live() if r.identity != coordinator]
     published_before = len(c.published)
     stale_before = len(c.stale_waits)
     c.ledger.measure()
@@ -223,6 +226,12 @@ def play(prepared: Prepared, event: str) -> Outcome:
     steady = (prepared.event_at - timing.steady_window, prepared.event_at)
     traffic = c.traffic
     stale = c.stale_waits[stale_before:]
+    seconds = traffic.second(steady[1]) - traffic.second(steady[0])
+    member = [traffic.of(identity, *steady) for identity in steady_members]
+    lead = traffic.of(coordinator, *steady) if coordinator else (0, 0)
+    last = c.coordinator()
+    leaders = {coordinator, last.identity if last is not None else ""} - {""}
+    everyone = set(c.replicas)
     row: dict[str, Any] = {
         "replicas": replicas,
         "zones": zones,
@@ -241,11 +250,16 @@ def play(prepared: Prepared, event: str) -> Outcome:
         "longest_unowned_seconds": round(c.ledger.longest_unowned, 3),
         "lease_writes_per_second": round(traffic.rate(LEASES, *steady), 2),
         "lease_writes_per_second_peak": traffic.peak(LEASES, event_at, end),
-        "watch_events_per_second_per_replica": round(traffic.rate(WATCHED, *steady), 2),
-        "watch_events_per_second_per_replica_steady_peak": traffic.peak(WATCHED, *steady),
-        "watch_events_per_second_per_replica_peak": traffic.peak(WATCHED, event_at, end),
+        "watch_events_per_second_per_replica": round(traffic.rate((DELIVERIES,), *steady) / replicas, 2),
+        "watch_events_per_second_per_member": _mean([events for events, _ in member], seconds),
+        "watch_events_per_second_coordinator": round(lead[0] / seconds, 2),
+        "watch_events_per_second_per_member_peak": busiest(traffic, everyone - leaders, event_at, end),
+        "watch_events_per_second_coordinator_peak": busiest(traffic, leaders, event_at, end),
         "watch_deliveries_per_second": round(traffic.rate((DELIVERIES,), *steady), 1),
         "watch_deliveries_per_second_peak": traffic.peak((DELIVERIES,), event_at, end),
+        "api_requests_per_second": round(traffic.rate((REQUESTS,), *steady), 1),
+        "api_requests_per_second_per_member": _mean([requests for _, requests in member], seconds),
+        "api_requests_per_second_coordinator": round(lead[1] / seconds, 2),
         "configmap_writes": traffic.total((CONFIGMAP,), event_at, end),
         "assignment_bytes": after.bytes,
         "overlapping_zones": c.ledger.overlaps,
@@ -261,6 +275,22 @@ def play(prepared: Prepared, event: str) -> Outcome:
         "wall_seconds": round(prepared.wall_seconds + time.perf_counter() - wall_started, 2),
     }
     return Outcome(row, c, event_at, victim_id, moves, restarts)
+
+
+def _mean(counts: list[int], seconds: int) -> float:
+    return round(sum(counts) / len(counts) / seconds, 2) if counts and seconds else 0.0
+
+
+def busiest(traffic: Traffic, identities: set[str], start: float, end: float) -> int:
+    """The busiest whole second in [start, end) of any of `identities`: the watch events sent to it."""
+    s0, s1 = traffic.second(start), traffic.second(end)
+    most: dict[int, int] = {}
+    for (identity, s), n in traffic.received.items():
+        if s0 <= s < s1 and identity in identities and n > most.get(s, 0):
+            most[s] = n
+    if not identities:
+        return 0
+    return max((most.get(s, 0) + traffic.broadcast[s] for s in range(s0, s1)), default=0)
 
 
 def _round(value: float | None, digits: int) -> float | None:

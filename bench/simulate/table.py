@@ -16,9 +16,11 @@ HEADERS = [
     "moved/ideal",
     "s to full",
     "lease writes/s",
-    "watch ev/s per replica",
-    "steady peak",
-    "event peak",
+    "member ev/s",
+    "coordinator ev/s",
+    "member peak",
+    "deliveries/s",
+    "requests/s",
     "assignment B",
     "wall s",
 ]
@@ -49,9 +51,11 @@ def rows(doc: Mapping[str, Any]) -> list[list[str]]:
                 _num(r["moved_ratio"], ".2f"),
                 _num(r["seconds_to_full_ownership"], ".1f"),
                 _num(r["lease_writes_per_second"], ",.1f"),
-                _num(r["watch_events_per_second_per_replica"], ",.1f"),
-                f"{r['watch_events_per_second_per_replica_steady_peak']:,}",
-                f"{r['watch_events_per_second_per_replica_peak']:,}",
+                _num(r["watch_events_per_second_per_member"], ",.1f"),
+                _num(r["watch_events_per_second_coordinator"], ",.1f"),
+                f"{r['watch_events_per_second_per_member_peak']:,}",
+                _num(r["watch_deliveries_per_second"], ",.0f"),
+                _num(r["api_requests_per_second"], ",.0f"),
                 f"{r['assignment_bytes']:,}",
                 _num(r["wall_seconds"], ".1f"),
             ]
@@ -82,6 +86,9 @@ def render(doc: Mapping[str, Any], markdown: bool = False) -> str:
         "moved/ideal: zones whose owner changed / (zones / the larger of N before and after); "
         "s to full: until every zone runs at exactly one replica under the final generation "
         "(rolling restart: the longest of the restarts)",
+        "member ev/s, coordinator ev/s: watch events a replica that does not lead, and the coordinator, "
+        "receive a second in the steady state; member peak: the busiest second of one that did not lead "
+        "during the event; deliveries/s and requests/s: all replicas together, steady state",
     ]
     if stale:
         worst = max(r["stale_view_wait_max_seconds"] for r in stale)
