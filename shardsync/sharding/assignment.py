@@ -13,8 +13,8 @@ a slot table, written by earlier builds) are still read: their owners come from 
 
 Parking needs nothing more in the document: a restarting member simply stays listed (so its zones stay
 on it) until its grace runs out; that its zones are "parked" rather than active is read from its member
-lease (`restarting`), which every replica watches anyway. Publishing a flag would cost a generation, and a
-round of acknowledgements, per restart for nothing.
+lease (`restarting`), which the coordinator watches anyway (and /shards reads). Publishing a flag would cost
+a generation, and a round of acknowledgements, per restart for nothing.
 
 Pins. A pin whose member is absent from the assignment is kept in the published document and reported
 (`pin_problems()`, `explain()`), and the zone goes to its ring owner meanwhile. Leaving it unowned would stop

@@ -20,6 +20,7 @@ is forgotten, so a status is only ever judged on a view that covered it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -143,7 +144,8 @@ class PeerView:
                     scope.cancel()
                 self._few.clear()
                 self._covers, self._full_listed = frozenset(), False
-                informer, scope = _FullInformer(self), anyio.CancelScope()
+                scope = anyio.CancelScope()
+                informer = _FullInformer(self, scope)
                 self._full = informer, scope
                 tg.start_soon(_run_in, scope, informer.run)
                 log.debug("following every member lease")
@@ -156,7 +158,7 @@ class PeerView:
         for identity in sorted(wanted - set(self._few)):
             scope = anyio.CancelScope()
             self._few[identity] = scope
-            tg.start_soon(_run_in, scope, self._one(identity).run)
+            tg.start_soon(_run_in, scope, self._one(identity, scope).run)
         for identity in [i for i in self.tracker.statuses(self.clock.monotonic()) if i not in wanted]:
             self.tracker.forget(identity)
         if self._covers is not None:
@@ -167,14 +169,14 @@ class PeerView:
             self._few.pop(identity).cancel()
             self.tracker.forget(identity)
 
-    def _one(self, identity: str) -> Informer:
+    def _one(self, identity: str, scope: anyio.CancelScope) -> Informer:
         site = self.site
         return Informer(
             site.kube,
             LEASES,
             namespace=site.namespace,
             field_selector=f"metadata.name={member_lease_name(site.instance, identity)}",
-            on_change=self._on_change,
+            on_change=functools.partial(self._on_change, scope),
             name="member-lease",
         )
 
@@ -231,7 +233,11 @@ class PeerView:
 
     # -- what the watches deliver ----------------------------------------------------------------------
 
-    def _on_change(self, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _on_change(
+        self, scope: anyio.CancelScope, key: str, old: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> None:
+        if scope.cancel_called:
+            return  # a watch we stopped following (its last answer may still come in)
         if new is None:
             identity = identity_from_name(self.site.instance, _name(old))
             if identity is not None:
@@ -306,7 +312,7 @@ def _name(obj: dict[str, Any] | None) -> str:
 class _FullInformer(Informer):
     """Every member Lease of the instance; a full list also proves the view current."""
 
-    def __init__(self, view: PeerView) -> None:
+    def __init__(self, view: PeerView, scope: anyio.CancelScope) -> None:
         site = view.site
         super().__init__(
             site.kube,
@@ -315,12 +321,13 @@ class _FullInformer(Informer):
             label_selector=label_selector(site.instance),
             # The coordinator Lease carries the same labels; its candidates watch it on their own.
             field_selector=f"metadata.name!={coordinator_lease_name(site.instance)}",
-            on_change=view._on_change,
+            on_change=functools.partial(view._on_change, scope),
             name="member-leases",
         )
-        self._view = view
+        self._view, self._scope = view, scope
 
     async def relist(self) -> None:
         sent = self._view.clock.monotonic()
         await super().relist()
-        self._view._listed(self.cache.values(), sent)
+        if not self._scope.cancel_called:
+            self._view._listed(self.cache.values(), sent)
