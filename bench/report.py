@@ -210,6 +210,14 @@ def _failover(s: Mapping[str, Any]) -> str:
         f"failover: kill -9, {s.get('replicas')} replicas, {s.get('zones')} zones, lease "
         f"{s.get('lease_duration')}s (target: rewritten within {s.get('target_seconds')}s)"
     )
+    cost = s.get("steady_api_cost")
+    if isinstance(cost, Mapping) and "error" not in cost:
+        head += (
+            f"\nsteady state, watch events/s sent to a replica that does not lead: "
+            f"{_fmt(cost.get('watch_events_per_second_per_member'), '.2f')} (most "
+            f"{_fmt(cost.get('watch_events_per_second_per_member_max'), '.2f')}), to the coordinator "
+            f"{_fmt(cost.get('watch_events_per_second_coordinator'), '.2f')}"
+        )
     table = tabulate(
         rows,
         headers=[

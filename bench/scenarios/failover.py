@@ -6,6 +6,10 @@ survivor (the survivor's fence on it, exact from the provider's audit; target <=
 `seconds_without_coordinator` — until every survivor names the same surviving coordinator (sampled); and the
 longest time one of the victim's zones ran nowhere. The killed replica stays dead during the measurement
 (a node that is gone), then is started again and the cluster settles before the next case.
+
+Before the kills, `steady_api_cost`: for STEADY_SECONDS of steady state, the watch events a second sent to a
+replica that does not lead (mean and most) and to the coordinator, and the requests a second, from the API
+server's own per-client counts (bench/api_cost.py; issue 39: at most 3 for a replica that does not lead).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench import observe
+from bench import api_cost, observe
 from bench.cluster import Cluster, ClusterError
 from bench.scenarios.common import (
     Context,
@@ -27,6 +31,7 @@ from bench.scenarios.common import (
 
 INTERVAL = 10.0
 TARGET_SECONDS = 5.0  # issue 13: at the default flags
+STEADY_SECONDS = 10.0  # ten renewals of every Lease at the default flags
 
 
 def _rewritten(
@@ -146,6 +151,17 @@ def run(ctx: Context) -> dict[str, Any]:
         sharded=True,
         interval=INTERVAL,
     ) as synced:
+        ctx.progress.status(f"measuring what each replica costs the API server ({STEADY_SECONDS:g}s)")
+        try:
+            result["steady_api_cost"] = api_cost.summary(api_cost.measure(synced.cluster, STEADY_SECONDS))
+        except ValueError as exc:  # the coordinator changed meanwhile: no steady state to report
+            result["steady_api_cost"] = error_result(exc)
+        cost = result["steady_api_cost"]
+        ctx.progress.step(
+            f"steady state: a replica that does not lead is sent "
+            f"{cost.get('watch_events_per_second_per_member')} watch events/s, the coordinator "
+            f"{cost.get('watch_events_per_second_coordinator')}"
+        )
         for case in ("replica", "coordinator"):
             try:
                 result[case] = _case(ctx, synced, case)
