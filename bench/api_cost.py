@@ -2,6 +2,10 @@
 embedded API server's own per-client counts (`/_shardsync/clients`, shardsync/local/apiserver/clients.py):
 the watch events sent to it and the requests it made, each replica told apart by its User-Agent
 (`shardsync/<version> (<identity>)`). Used by the failover scenario and tests/multiprocess (issue 39).
+
+The sharding protocol's share is the events of the Leases and the assignment ConfigMap (COORDINATION):
+they are what grows with the replicas. The sources' events (Services, DNSEndpoints and the rest, their
+status writes included) grow with the objects and their churn, and are reported apart.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from shardsync.local.apiserver.clients import client_of
 from shardsync.objects import LEASES
 from shardsync.sharding.election import coordinator_lease_name
 
+COORDINATION = ("leases", "configmaps")  # the member and coordinator Leases, the assignment
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -26,10 +32,16 @@ class Cost:
     watch_events: int
     requests: int
     by_request: dict[str, int] = field(default_factory=dict)  # the requests that moved, by kind
+    by_watch: dict[str, int] = field(default_factory=dict)  # the watch events sent, by resource
 
     @property
     def events_per_second(self) -> float:
         return self.watch_events / self.seconds
+
+    @property
+    def coordination_events_per_second(self) -> float:
+        """Those of the Leases and the assignment: the sharding protocol's."""
+        return sum(self.by_watch.get(resource, 0) for resource in COORDINATION) / self.seconds
 
     @property
     def requests_per_second(self) -> float:
@@ -62,6 +74,7 @@ def measure(cluster: Cluster, seconds: float) -> list[Cost]:
     for replica in cluster.live():
         was, now = client_of(before, f"({replica.identity})"), client_of(after, f"({replica.identity})")
         moved = {k: v - was["byRequest"].get(k, 0) for k, v in now["byRequest"].items()}
+        sent = {k: v - was["byWatch"].get(k, 0) for k, v in now["byWatch"].items()}
         costs.append(
             Cost(
                 replica.identity,
@@ -70,14 +83,16 @@ def measure(cluster: Cluster, seconds: float) -> list[Cost]:
                 now["watchEvents"] - was["watchEvents"],
                 now["requests"] - was["requests"],
                 {k: v for k, v in moved.items() if v},
+                {k: v for k, v in sent.items() if v},
             )
         )
     return costs
 
 
 def summary(costs: list[Cost]) -> dict[str, Any]:
-    """The JSON figures: watch events a second sent to a replica that does not lead (mean and most) and
-    to the coordinator, and requests a second, as bench.simulate names them."""
+    """The JSON figures, as bench.simulate names them: the protocol's watch events a second sent to a
+    replica that does not lead (mean and most) and to the coordinator; every watch event (the sources'
+    too); requests a second."""
     members = [c for c in costs if not c.coordinator]
     lead = [c for c in costs if c.coordinator]
 
@@ -86,11 +101,12 @@ def summary(costs: list[Cost]) -> dict[str, Any]:
 
     return {
         "seconds": round(costs[0].seconds, 1) if costs else None,
-        "watch_events_per_second_per_member": mean([c.events_per_second for c in members]),
+        "watch_events_per_second_per_member": mean([c.coordination_events_per_second for c in members]),
         "watch_events_per_second_per_member_max": max(
-            (round(c.events_per_second, 2) for c in members), default=None
+            (round(c.coordination_events_per_second, 2) for c in members), default=None
         ),
-        "watch_events_per_second_coordinator": mean([c.events_per_second for c in lead]),
+        "watch_events_per_second_coordinator": mean([c.coordination_events_per_second for c in lead]),
+        "all_watch_events_per_second_per_member": mean([c.events_per_second for c in members]),
         "api_requests_per_second_per_member": mean([c.requests_per_second for c in members]),
         "api_requests_per_second_coordinator": mean([c.requests_per_second for c in lead]),
     }

@@ -213,7 +213,7 @@ def _failover(s: Mapping[str, Any]) -> str:
     cost = s.get("steady_api_cost")
     if isinstance(cost, Mapping) and "error" not in cost:
         head += (
-            f"\nsteady state, watch events/s sent to a replica that does not lead: "
+            f"\nsteady state, Lease and assignment watch events/s sent to a replica that does not lead: "
             f"{_fmt(cost.get('watch_events_per_second_per_member'), '.2f')} (most "
             f"{_fmt(cost.get('watch_events_per_second_per_member_max'), '.2f')}), to the coordinator "
             f"{_fmt(cost.get('watch_events_per_second_coordinator'), '.2f')}"
