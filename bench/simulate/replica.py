@@ -55,13 +55,12 @@ class Replica(CoordinatorSide):
 
     def _reset_process(self) -> None:
         """What a new process knows: nothing but its identity."""
-        self.peers = View(self.c, self.identity)
+        self.peers = View(self.c, self.identity, lambda: self.reads)
         self.view: Assignment | None = None
         self.previous: Assignment | None = None
         self.received_at = -math.inf  # when the view was taken
         self.reads = 0  # assignment reads, to order them against the proofs of the member view
         self.view_read = 0  # `reads` when the view was taken
-        self.proof_read = -1  # `reads` when the member view was last proven current
         self.fresh_asked = -1
         self.active: set[str] = set()
         self.pending: set[str] = set()
@@ -121,9 +120,7 @@ class Replica(CoordinatorSide):
                 now,
             )
         self.last_renewed = now
-        if self.peers.everyone:  # a watch of every member Lease delivers our write at once
-            self.peers.echoed(now)
-            self.proof_read = self.reads
+        self.peers.echoed(now)  # a watch of every member Lease delivers our write at once
         self.next_renew_at = now + timing.renew_interval
         self.later(self.next_renew_at, self._renew)
         if not renewal:
@@ -154,12 +151,11 @@ class Replica(CoordinatorSide):
 
     def ask_fresh_view(self, now: float) -> None:
         """A member view proven current now: an early renewal whose echo proves a watch of every Lease,
-        or a read of each Lease followed."""
+        or a read of each Lease followed not read since the view was taken."""
         if self.peers.everyone:
             self.write(now, renewal=True)
         else:
-            self.peers.confirm(now)
-            self.proof_read = self.reads
+            self.peers.confirm(now, self.view_read)
 
     # -- the process -----------------------------------------------------------------------------------
 
@@ -226,14 +222,7 @@ class Replica(CoordinatorSide):
             return
         hearing = self.hearing()
         self.follow(now)
-        if self.proof_read < self.view_read or self.peers.synced_for(hearing) is None:
-            # The member view is not proven current since the assignment was read (or does not cover
-            # whom we must hear from): ask for that, and act once it is.
-            if self.fresh_asked != self.view_read or self.peers.synced_for(hearing) is None:
-                self.fresh_asked = self.view_read
-                self.ask_fresh_view(now)
-                self.wake_check(now)
-            return
+        fresh = self.peers.fresh_for(hearing, self.view_read)
         statuses = self.peers.statuses(now)
         previous = self.previous
         groups: dict[str | None, list[str]] = {}
@@ -248,7 +237,15 @@ class Replica(CoordinatorSide):
         received = self.received_at
         for zones in groups.values():
             verdict = may_acquire(
-                zones[0], self.identity, view, previous, statuses, margin, now=now, received_at=received
+                zones[0],
+                self.identity,
+                view,
+                previous,
+                statuses,
+                margin,
+                now=now,
+                received_at=received,
+                silence=fresh,
             )
             if verdict.allowed:
                 self.pending.difference_update(zones)
@@ -256,6 +253,15 @@ class Replica(CoordinatorSide):
                 self.c.ledger.run(zones, self.identity, now)
             elif verdict.retry_at is not None:
                 retry_at = min(retry_at, verdict.retry_at)
+        if not fresh and self.pending:
+            # Acknowledgements counted; a silent peer needs a member view proven current since the
+            # assignment was read: ask for it (once per view), and look again once the other replicas'
+            # acknowledgements of this same instant are in.
+            if self.fresh_asked != self.view_read:
+                self.fresh_asked = self.view_read
+                self.ask_fresh_view(now)
+                self.wake_check(now)
+            return
         if not self.pending or retry_at > now:
             self._stale_over(now)
         if not self.pending:

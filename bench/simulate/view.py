@@ -8,14 +8,16 @@ last looked at is observed with the time it was written (a watch delivers each w
 deleted one is forgotten. A Lease starts being followed with a list of it (first seen now, as client-go
 counts a lease a new observer finds); following every Lease starts with a full list, which keeps what the
 few watches had timed (a new coordinator has timed its predecessor's member Lease all along). The view is
-proven current by the echo of our own write while following everyone, else by reading every followed
-Lease (`confirm`: one GET each). Requests are counted per replica: a list and a watch per (re)started
-watch, a GET per Lease read.
+proven current by the echo of our own write while following everyone; a Lease followed by name is current
+as of its own last read (the list that started its watch, or a GET `confirm` makes of the ones not read
+since the view was taken). Within one instant, reads are ordered against the replica's assignment reads
+by its `reads` counter. Requests are counted per replica: a list and a watch per (re)started watch, a GET
+per Lease read.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from shardsync.sharding.membership import LivenessTracker, MemberStatus
@@ -26,16 +28,17 @@ if TYPE_CHECKING:
 
 
 class View:
-    def __init__(self, cluster: Cluster, identity: str) -> None:
+    def __init__(self, cluster: Cluster, identity: str, reads: Callable[[], int]) -> None:
         self.c = cluster
         self.identity = identity
+        self.reads = reads  # the replica's assignment reads so far
         self.tracker = LivenessTracker(grace=cluster.timing.renew_interval)
         self.everyone = False
         self.followed: set[str] = set()
         self.seen: dict[str, int] = {}  # a followed Lease -> the write seq observed last
         self.cursor = -1  # following everyone: the API's write seq observed up to
-        self.covers: frozenset[str] | None = frozenset()  # what the last proof covered (None: everyone)
-        self.proof_at: float | None = None
+        self.proof: tuple[float, int] | None = None  # following everyone: when last proven (time, reads)
+        self.read_at: dict[str, tuple[float, int]] = {}  # a followed Lease -> when last read (time, reads)
 
     # -- what to follow --------------------------------------------------------------------------------
 
@@ -58,28 +61,31 @@ class View:
                 c.traffic.request(self.identity, now, 2)  # list + watch
                 self.tracker.resync(c.api.leases(), now, gap=False)
                 self.cursor = c.api.seq
+                self.read_at.clear()
                 self._proved(now)
             return
         if self.everyone:
             self.everyone = False
             c.full_watchers.discard(self.identity)
-            self.covers = frozenset()
             for identity in set(self.tracker.statuses(now)) - wanted:
                 self.tracker.forget(identity)
+            self.followed = set(wanted)  # watched by name from now on; the last full proof covered them
+            self.read_at = dict.fromkeys(wanted, self.proof) if self.proof is not None else {}
+            self.proof = None
+            for identity in wanted:
+                c.followers.setdefault(identity, set()).add(self.identity)
+                self.seen[identity] = c.api.members[identity].seq if identity in c.api.members else -1
+            c.traffic.request(self.identity, now, 2 * len(wanted))  # a list + watch of each, by name
         for identity in sorted(wanted - self.followed):
             c.followers.setdefault(identity, set()).add(self.identity)
             c.traffic.request(self.identity, now, 2)  # list + watch, by name
-            slot = c.api.members.get(identity)
-            if slot is not None:
-                self.tracker.observe(c.api.member(identity), now)
-                self.seen[identity] = slot.seq
+            self._read(identity, now)
         for identity in self.followed - wanted:
             c.followers[identity].discard(self.identity)
             self.tracker.forget(identity)
             self.seen.pop(identity, None)
-        self.followed = wanted
-        if self.covers is not None:
-            self.covers &= wanted
+            self.read_at.pop(identity, None)
+        self.followed = set(wanted)
 
     def drop(self) -> None:
         """The process is gone: its watches with it."""
@@ -96,26 +102,41 @@ class View:
         if self.everyone:
             self._proved(now)
 
-    def confirm(self, now: float) -> None:
-        """Read every followed Lease (a watch of every Lease is proven by our next renewal instead)."""
+    def confirm(self, now: float, since: int) -> None:
+        """GET every followed Lease not read since the replica's `since`-th assignment read (a watch of
+        every Lease is proven by our next renewal instead)."""
         if self.everyone:
             return
-        self.c.traffic.request(self.identity, now, len(self.followed))
-        self.sync()
-        self.tracker.mark_synced(now)
-        self.proof_at, self.covers = now, frozenset(self.followed)
+        for identity in sorted(self.followed):
+            if self.read_at.get(identity, (0.0, -1))[1] < since:
+                self.c.traffic.request(self.identity, now)
+                self._read(identity, now)
+
+    def _read(self, identity: str, now: float) -> None:
+        """A list or a GET of `identity`'s Lease: observed as it is now, current as of now."""
+        slot = self.c.api.members.get(identity)
+        if slot is None:
+            self.tracker.forget(identity)
+            self.seen.pop(identity, None)
+        else:
+            self.tracker.observe(self.c.api.member(identity), now)
+            self.seen[identity] = slot.seq
+        self.read_at[identity] = (now, self.reads())
 
     def _proved(self, now: float) -> None:
         self.tracker.mark_synced(now)
-        self.proof_at, self.covers = now, None
+        self.proof = (now, self.reads())
 
-    def synced_for(self, peers: frozenset[str] | None) -> float | None:
-        """As PeerView.synced_for."""
+    def fresh_for(self, peers: frozenset[str] | None, since: int) -> bool:
+        """As ShardState.view_confirmed on PeerView.synced_for: every one of `peers` (None: every member)
+        read, or the whole view proven, after the replica's `since`-th assignment read."""
         if peers is not None and not peers:
-            return math.inf
-        if self.covers is None or (peers is not None and peers <= self.covers):
-            return self.proof_at
-        return None
+            return True
+        if self.everyone:
+            return self.proof is not None and self.proof[1] >= since
+        if peers is None:
+            return False
+        return all(self.read_at.get(identity, (0.0, -1))[1] >= since for identity in peers)
 
     # -- what the watches delivered --------------------------------------------------------------------
 
@@ -145,4 +166,6 @@ class View:
 
     def statuses(self, now: float) -> dict[str, MemberStatus]:
         self.sync()
-        return self.tracker.statuses(now)
+        if self.everyone:
+            return self.tracker.statuses(now)
+        return self.tracker.statuses(now, {i: at for i, (at, _) in self.read_at.items()})

@@ -17,10 +17,12 @@ One pass of the shard loop, in this order (design §2; the rule numbers are the 
    the view still runs).
 4. rule 4: `gain` queues the zones gained (not while draining, nor a zone fenced under this generation);
    `hearing` names the peers whose Leases the member view must hold for them (`handoff.peers_to_hear`:
-   their previous owners, or everyone); `acquire_gate` holds acquiring back until that view is at least
-   as fresh as the assignment (a lagging view would hide a peer that is still writing) and asks once per
-   view for a fresh one (an early renewal whose echo proves it, or a read of the peers followed);
-   `acquire` starts each zone `handoff.may_acquire` allows and says when the verdict may change.
+   their previous owners, or everyone); `view_confirmed` says whether that view is at least as fresh as
+   the assignment (a lagging view would hide a peer that is still writing: its silence proves nothing),
+   and the shell asks for a fresh one when not (an early renewal whose echo proves it, or a read of the
+   peers followed); `acquire` starts each zone `handoff.may_acquire` allows — on a view not yet fresh,
+   only those whose peers all acknowledged (an acknowledgement is never taken back) — and says when the
+   verdict may change.
 Rule 6 (stopping): `start_draining` (leave for good: gain nothing, wait until the coordinator moved our
 zones, `drained`), `stop` (no write from here on), `forget_all` once the shell released everything.
 """
@@ -41,14 +43,6 @@ class Phase(Enum):
     RUNNING = "running"
     DRAINING = "draining"  # leaving for good: nothing gained, waiting for our zones to move
     STOPPING = "stopping"  # no write from here on
-
-
-class Gate(Enum):
-    """May pending zones be acquired now (rule 4's precondition on the member view)?"""
-
-    OPEN = "open"
-    WAIT = "wait"  # the member view is older than the assignment (or we may not write): wait for a fresh one
-    ASK = "ask"  # the same, and ask for a fresh member view (once per view read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +76,6 @@ class ShardState:
     dropped: dict[str, int] = field(default_factory=dict)  # zone -> generation its fence refused us under
     read_epoch: int | None = None  # the member loop's fence epoch the view was (re)read under
     view_read_at: float | None = None  # when we got hold of the view
-    refresh_asked_for: float | None = None  # the `view_read_at` a fresh member view was asked for
     expiry_refresh_asked_for: float | None = None  # the peer expiry a fresh member view was asked for
     requalify: bool = False  # a generation was skipped: kept zones go through rule 4 again
     phase: Phase = Phase.RUNNING
@@ -187,21 +180,15 @@ class ShardState:
         return peers_to_hear(self.pending, self.identity, self.view, self.previous)
 
     def view_confirmed(self, synced_at: float | None) -> bool:
-        """The member view was known current at or after the moment we got hold of the assignment."""
+        """The member view was known current at or after the moment we got hold of the assignment (rule 4's
+        precondition for judging a silent peer gone); when not, the shell asks for a fresh one at once
+        rather than wait for the next regular renewal."""
         return synced_at is not None and self.view_read_at is not None and synced_at >= self.view_read_at
 
-    def acquire_gate(self, may_write: bool, synced_at: float | None) -> Gate:
-        if may_write and self.view_confirmed(synced_at):
-            return Gate.OPEN
-        if may_write and self.view_read_at is not None and self.refresh_asked_for != self.view_read_at:
-            # Waiting for the next regular renewal would leave gained zones unowned for up to a renew
-            # interval (a restarted replica's parked zones, say): ask for a fresh view now.
-            self.refresh_asked_for = self.view_read_at
-            return Gate.ASK
-        return Gate.WAIT
-
-    def acquire(self, now: float, peers: Mapping[str, MemberStatus]) -> Acquisition:
-        """Rule 4 for every pending zone (call when `acquire_gate` is OPEN): start those allowed."""
+    def acquire(self, now: float, peers: Mapping[str, MemberStatus], fresh: bool = True) -> Acquisition:
+        """Rule 4 for every pending zone: start those allowed. `fresh`: `view_confirmed`; without
+        it only acknowledgements count (a silent peer is never deemed gone on a view older than the
+        assignment), and what is left waits for the fresh view the gate asked for."""
         renew = self.timings.renew_interval
         if not self.pending:
             return Acquisition((), None, renew)
@@ -213,7 +200,15 @@ class ShardState:
         received_at = self.view_read_at if self.view_read_at is not None else now
         for zone in sorted(self.pending):
             verdict = may_acquire(
-                zone, self.identity, view, self.previous, peers, margin, now=now, received_at=received_at
+                zone,
+                self.identity,
+                view,
+                self.previous,
+                peers,
+                margin,
+                now=now,
+                received_at=received_at,
+                silence=fresh,
             )
             if not verdict.allowed:
                 blockers.update(verdict.waiting_for)

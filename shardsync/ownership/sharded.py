@@ -42,7 +42,7 @@ from shardsync.notify import Notifier
 from shardsync.ownership import shards_view
 from shardsync.ownership.metrics import GENERATION, HANDOFF_WAIT, MOVED
 from shardsync.ownership.port import Host
-from shardsync.ownership.shard_state import Gate, ShardState
+from shardsync.ownership.shard_state import ShardState
 from shardsync.providers.base import FenceToken
 from shardsync.sharding.assignment import Assignment
 from shardsync.sharding.assignment_watch import AssignmentWatch
@@ -221,19 +221,19 @@ class ShardedOwnership:
         state = self.state
         if not state.pending:
             return self.timings.renew_interval
+        if not self.may_write():
+            return self.timings.renew_interval
         synced_at = self.peers.synced_for(hearing)
-        gate = state.acquire_gate(self.may_write(), synced_at)
-        if gate is not Gate.OPEN:
-            if gate is Gate.ASK or synced_at is None:
-                self.peers.confirm()  # the view does not cover whom we must hear from yet: read them
+        fresh = state.view_confirmed(synced_at)
+        if not fresh:
+            self.peers.confirm()  # at most one early renewal, or one read of each Lease read too long ago
             log.debug(
-                "acquiring waits for a fresh member view",
+                "silent peers wait for a fresh member view",
                 zones=len(state.pending),
                 synced_at=synced_at,
                 view_read_at=state.view_read_at,
             )
-            return self.timings.renew_interval  # woken when the view is proven current
-        result = state.acquire(self.clock.monotonic(), self.peers.statuses())
+        result = state.acquire(self.clock.monotonic(), self.peers.statuses(), fresh)
         if result.refresh_now:
             self.peers.confirm()
         for zone, waited in result.acquired:
@@ -255,7 +255,11 @@ class ShardedOwnership:
     async def snapshot(self, host: Host) -> dict[str, Any]:
         view = self.state.view
         generation = view.generation if view is not None else 0
-        statuses = self.peers.statuses() if self.peers.everyone else await self.roster.statuses()
+        if self.peers.everyone:
+            statuses = self.peers.statuses()
+        else:
+            busy = self.state.view is None or bool(self.state.pending)
+            statuses = await self.roster.statuses(busy)
         owners = {zone: (view.owner_of(zone) if view is not None else None) for zone in sorted(host.zones)}
         counts = shards_view.zone_counts(owners)
         members = []

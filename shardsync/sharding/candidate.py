@@ -90,6 +90,8 @@ class Candidate:
             tg.cancel_scope.cancel()
 
     async def _rounds(self) -> None:
+        with anyio.move_on_after(self.timings.request_timeout):
+            await self._informer.synced.wait()  # the watch's first list spares a read of our own
         backoff = Backoff(
             initial=min(0.2, self.timings.renew_interval / 2), maximum=self.timings.renew_interval
         )

@@ -118,11 +118,14 @@ def peer_may_write(
     margin: float,
     now: float = -math.inf,
     received_at: float = math.inf,
+    silence: bool = True,
 ) -> bool:
     """Whether `peer` might still be writing `zone` as far as the generation-`new` owner can tell at `now`,
     having received `new` at `received_at` (both on its monotonic clock; the defaults leave `departed`
-    out of account)."""
-    if peer.expired(margin) or now >= departed_at(peer, new, received_at, margin):
+    out of account). Without `silence`, only what the peer said counts (its acknowledgement), never what
+    its silence suggests (expiry, departed): that needs a view fresher than `new`, an acknowledgement
+    does not (it is never taken back)."""
+    if silence and (peer.expired(margin) or now >= departed_at(peer, new, received_at, margin)):
         return False
     acked = peer.observed_generation
     if acked is not None and acked >= new.generation:
@@ -148,6 +151,7 @@ def may_acquire(
     *,
     now: float = -math.inf,
     received_at: float = math.inf,
+    silence: bool = True,
 ) -> AcquireVerdict:
     """Rule 4: may `identity`, which owns `zone` in `new`, start it now?
 
@@ -161,6 +165,9 @@ def may_acquire(
     restarted replica takes its parked zones back at once). `margin` is added to a silent peer's lease
     duration before it counts as gone; with the self-fencing margin it absorbs clock-rate differences
     between replicas. `now` is this replica's monotonic clock (a departed peer's margin runs on it).
+    Without `silence` (a view not yet known fresher than `new`) only an acknowledgement clears a peer,
+    and only the one previous owner a vouched `new` names can be heard from that way (a member missing
+    from such a view may simply not have been read yet).
     """
     if new.owner_of(zone) != identity:
         return AcquireVerdict(False, (), f"{zone} is not owned by {identity} in generation {new.generation}")
@@ -178,20 +185,31 @@ def may_acquire(
     if vouched(new, previous):
         assert previous is not None
         owner = previous.owner_of(zone)
-        candidates = [peers[owner]] if owner is not None and owner != identity and owner in peers else []
+        if owner is None or owner == identity or (owner not in peers and silence):
+            candidates = []  # nobody else owned it, or its Lease is gone (read after we got `new`)
+        elif owner in peers:
+            candidates = [peers[owner]]
+        else:  # not read yet: absence says nothing until the view is fresh
+            return AcquireVerdict(False, (owner,), f"waiting to read the lease of {owner}")
+    elif not silence:
+        # Every member must be heard from, and a member missing from a stale view may be one still writing.
+        return AcquireVerdict(False, (), f"waiting for a member view fresher than {new.generation}")
     else:
         candidates = [peer for peer_id, peer in sorted(peers.items()) if peer_id != identity]
     blockers = [
-        peer for peer in candidates if peer_may_write(peer, zone, new, previous, margin, now, received_at)
+        peer
+        for peer in candidates
+        if peer_may_write(peer, zone, new, previous, margin, now, received_at, silence)
     ]
     if not blockers:
         return AcquireVerdict(True, (), "every other member has released it or expired")
     names = tuple(peer.identity for peer in blockers)
+    retry_at = min(min(p.expires_at(margin), departed_at(p, new, received_at, margin)) for p in blockers)
     return AcquireVerdict(
         False,
         names,
         f"waiting for {', '.join(names)} to acknowledge generation {new.generation} or expire",
-        min(min(p.expires_at(margin), departed_at(p, new, received_at, margin)) for p in blockers),
+        retry_at if silence else None,
     )
 
 

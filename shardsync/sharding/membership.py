@@ -375,7 +375,12 @@ class LivenessTracker:
         seen = self._seen.get(identity)
         return seen[0] if seen else None
 
-    def status(self, identity: str, now: float) -> MemberStatus | None:
+    def status(
+        self, identity: str, now: float, read_at: Mapping[str, float] | None = None
+    ) -> MemberStatus | None:
+        """`identity`'s status at `now`, judged at `view_time(now)`; or, with `read_at` (an observer that
+        proves each member's Lease current on its own, by reading it), at `now` capped at `read_at[identity]`
+        (minus infinity when it has not been read)."""
         seen = self._seen.get(identity)
         if seen is None:
             return None
@@ -383,7 +388,7 @@ class LivenessTracker:
         if self.current_since is not None:
             # judged as if last seen no earlier than `grace` before the view's current period + the lease
             changed = max(changed, self.current_since + self.grace - lease.lease_duration)
-        as_of = self.view_time(now)
+        as_of = self.view_time(now) if read_at is None else min(now, read_at.get(identity, -math.inf))
         held = bool(lease.holder)
         live = held and as_of < changed + lease.lease_duration
         return MemberStatus(
@@ -401,11 +406,11 @@ class LivenessTracker:
             renew_time=lease.renew_time,
         )
 
-    def statuses(self, now: float) -> dict[str, MemberStatus]:
-        """Every known member's status at `now` (see `view_time`), by identity (sorted)."""
+    def statuses(self, now: float, read_at: Mapping[str, float] | None = None) -> dict[str, MemberStatus]:
+        """Every known member's status at `now` (see `status`), by identity (sorted)."""
         result = {}
         for identity in sorted(self._seen):
-            status = self.status(identity, now)
+            status = self.status(identity, now, read_at)
             if status is not None:
                 result[identity] = status
         return result

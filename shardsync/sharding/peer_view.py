@@ -9,13 +9,15 @@ Two modes, chosen again whenever what is needed changes:
 - a few (everyone else): one list + watch per Lease, by name (a fieldSelector), for the coordinator's
   member Lease (so whoever takes over the coordinator Lease has timed its holder's member Lease all
   along, and publishes its crash without waiting a lease duration more) and for the peers rule 4 names
-  (`ShardState.hearing`). Such watches have no echo of ours in them, so the view is known current only
-  after `confirm()` has read each followed Lease with a GET (the instant the first was sent).
+  (`ShardState.hearing`). Such watches carry no echo of ours, so each Lease is known current as of its
+  own last read: the list that started its watch, or a GET `confirm()` makes of the ones read too long
+  ago; each is judged as of that read (`LivenessTracker.statuses(now, read_at)`).
 
-`synced_for(peers)` is when the view was last known current for those peers (infinity for none, None when
-it does not cover them), which rule 4 compares with when the assignment was received; `confirm()` asks for
-a view current now (an early renewal whose echo proves it, or the GETs). A Lease that stops being followed
-is forgotten, so a status is only ever judged on a view that covered it.
+`synced_for(peers)` is when the view was last known current for all those peers (infinity for none, None
+when it does not cover them), which rule 4 compares with when the assignment was received; `confirm()`
+asks for a view current now (an early renewal whose echo proves it, or the GETs). A Lease that stops being
+followed is forgotten, so a status is only ever judged on a read that covered it; what a stopped watch
+still delivers is ignored.
 """
 
 from __future__ import annotations
@@ -55,8 +57,7 @@ FEW = 8
 
 
 class PeerView:
-    """See the module docstring. `changed` is notified whenever a followed Lease changed or the view was
-    proven current."""
+    """See the module docstring. `changed` is notified whenever a followed Lease changed or was read."""
 
     def __init__(self, site: Site, members: MemberLoop, candidate: Candidate) -> None:
         self.site = site
@@ -69,13 +70,15 @@ class PeerView:
         self._reconfigure = Notifier()
         candidate.changed.forward_to(self._reconfigure)
         members.on_regained.append(self._restart_timers)
-        self._full: tuple[_FullInformer, anyio.CancelScope] | None = None
-        self._few: dict[str, anyio.CancelScope] = {}
-        self._full_listed = False
-        self._covers: frozenset[str] | None = frozenset()  # what the last proof covered (None: everyone)
+        # Every member: the watch's scope, and when the view was last proven current (None: not listed yet).
+        self._full: anyio.CancelScope | None = None
         self._proof_at: float | None = None
+        # A few: each watch's scope, and when each Lease was last read (its list, or a GET).
+        self._few: dict[str, anyio.CancelScope] = {}
+        self._read_at: dict[str, float] = {}
         self._confirm = Notifier()
-        self._confirm_wanted = False
+        self._confirm_since: float | None = None  # reads older than this are to be made again
+        self._renewal_asked = False  # an early renewal was asked for since the last proof
         self._tg: anyio.abc.TaskGroup | None = None
 
     # -- what the rest of the replica asks and reads ----------------------------------------------------
@@ -88,32 +91,38 @@ class PeerView:
                 self._apply(self._tg)  # at once: a `confirm` that follows reads what is followed now
 
     def confirm(self) -> None:
-        """Ask for a view current now: an early renewal (its echo proves a watch of every Lease current),
-        or a read of each followed Lease."""
+        """Ask for a view current now: an early renewal (its echo proves a watch of every Lease current;
+        asked once until a proof comes), or a read of each followed Lease not read since. Cheap to call
+        on every pass that finds the view too old."""
         if self._full is not None:
-            self.members.renew_soon()
+            if not self._renewal_asked:
+                self._renewal_asked = True
+                self.members.renew_soon()
         else:
-            self._confirm_wanted = True
+            self._confirm_since = self.clock.monotonic()
             self._confirm.notify()
 
     @property
     def everyone(self) -> bool:
         """Every member Lease is followed, and has been listed since."""
-        return self._full is not None and self._full_listed
+        return self._full is not None and self._proof_at is not None
 
     def synced_for(self, peers: frozenset[str] | None) -> float | None:
         """When the view was last known current for `peers` (None: every member); None when it does not
         cover them, infinity when there is nobody to hear from."""
         if peers is not None and not peers:
             return math.inf
-        if self._covers is None or (peers is not None and peers <= self._covers):
+        if self._full is not None:
             return self._proof_at
-        return None
+        if peers is None or not peers <= self._read_at.keys():
+            return None
+        return min(self._read_at[identity] for identity in peers)
 
     def statuses(self) -> dict[str, MemberStatus]:
-        return self.tracker.statuses(self.clock.monotonic())
+        now = self.clock.monotonic()
+        return self.tracker.statuses(now, None if self._full is not None else self._read_at)
 
-    # -- the loops ------------------------------------------------------------------------------------
+    # -- what to follow -------------------------------------------------------------------------------
 
     async def run(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -143,93 +152,85 @@ class PeerView:
                 for scope in self._few.values():
                     scope.cancel()
                 self._few.clear()
-                self._covers, self._full_listed = frozenset(), False
-                scope = anyio.CancelScope()
-                informer = _FullInformer(self, scope)
-                self._full = informer, scope
-                tg.start_soon(_run_in, scope, informer.run)
+                self._read_at.clear()
+                self._full, self._proof_at = anyio.CancelScope(), None
+                tg.start_soon(_run_in, self._full, _FullInformer(self, self._full).run)
                 log.debug("following every member lease")
             return
         if self._full is not None:
-            self._full[1].cancel()
+            self._full.cancel()
             self._full = None
-            self._covers, self._full_listed = frozenset(), False
-        self._stop_few(set(self._few) - wanted)
-        for identity in sorted(wanted - set(self._few)):
-            scope = anyio.CancelScope()
-            self._few[identity] = scope
-            tg.start_soon(_run_in, scope, self._one(identity, scope).run)
-        for identity in [i for i in self.tracker.statuses(self.clock.monotonic()) if i not in wanted]:
-            self.tracker.forget(identity)
-        if self._covers is not None:
-            self._covers &= wanted
-
-    def _stop_few(self, identities: Iterable[str]) -> None:
-        for identity in identities:
+            # The last full proof covered every Lease still followed.
+            if self._proof_at is not None:
+                self._read_at = dict.fromkeys(wanted, self._proof_at)
+            for identity in set(self.tracker.statuses(self.clock.monotonic())) - wanted:
+                self.tracker.forget(identity)
+        for identity in set(self._few) - wanted:
             self._few.pop(identity).cancel()
+            self._read_at.pop(identity, None)
             self.tracker.forget(identity)
+        for identity in sorted(wanted - set(self._few)):
+            scope = self._few[identity] = anyio.CancelScope()
+            tg.start_soon(_run_in, scope, _OneInformer(self, identity, scope).run)
 
-    def _one(self, identity: str, scope: anyio.CancelScope) -> Informer:
-        site = self.site
-        return Informer(
-            site.kube,
-            LEASES,
-            namespace=site.namespace,
-            field_selector=f"metadata.name={member_lease_name(site.instance, identity)}",
-            on_change=functools.partial(self._on_change, scope),
-            name="member-lease",
-        )
+    # -- reading them ---------------------------------------------------------------------------------
 
     async def _confirm_loop(self) -> None:
         backoff = Backoff(initial=0.2, maximum=self.site.timings.renew_interval)
         while True:
             ticket = self._confirm.ticket()
             delay = math.inf
-            if self._confirm_wanted and self._full is None:
-                self._confirm_wanted = False
-                if await self._read_followed():
+            since = self._confirm_since
+            if since is not None and self._full is None:
+                if await self._read_followed(since):
                     backoff.reset()
+                    if self._confirm_since == since:
+                        self._confirm_since = None
                 else:
-                    self._confirm_wanted = True
                     delay = backoff.next()
+            elif self._full is not None:
+                self._confirm_since = None
             await self._confirm.wait(ticket, delay)
 
-    async def _read_followed(self) -> bool:
-        """GET every followed Lease; the view is then current as of the first request sent. False when
-        the API could not be read."""
-        followed = frozenset(self._few)
-        sent = self.clock.monotonic()
-        read: dict[str, dict[str, Any] | None] = {}
+    async def _read_followed(self, since: float) -> bool:
+        """GET every followed Lease not read since `since`; False when the API could not be read."""
+        stale = sorted(i for i in self._few if self._read_at.get(i, -math.inf) < since)
         site = self.site
+        read: dict[str, tuple[float, dict[str, Any] | None]] = {}
 
         async def get(identity: str) -> None:
-            name = member_lease_name(site.instance, identity)
-            read[identity] = await site.kube.get(
-                LEASES, name, namespace=site.namespace, request_timeout=site.timings.request_timeout
+            sent = self.clock.monotonic()
+            body = await site.kube.get(
+                LEASES,
+                member_lease_name(site.instance, identity),
+                namespace=site.namespace,
+                request_timeout=site.timings.request_timeout,
             )
+            read[identity] = sent, body
 
         failed: list[KubeError] = []
         try:
             async with anyio.create_task_group() as tg:
-                for identity in sorted(followed):
+                for identity in stale:
                     tg.start_soon(get, identity)
         except* KubeError as group:
             failed.extend(e for e in group.exceptions if isinstance(e, KubeError))
-        if failed:
-            log.debug("reading the followed member leases failed", error=str(failed[0]))
-            return False
         now = self.clock.monotonic()
-        for identity, body in read.items():
+        for identity, (sent, body) in read.items():
             if identity not in self._few:
                 continue  # no longer followed while we read
             if body is None:
                 self.tracker.forget(identity)
             else:
                 self._observe(body, now)
-        self.tracker.mark_synced(sent)
-        self._proof_at, self._covers = sent, followed & frozenset(self._few)
+            self._read(identity, sent)
         self.changed.notify()
-        return True
+        if failed:
+            log.debug("reading the followed member leases failed", error=str(failed[0]))
+        return not failed
+
+    def _read(self, identity: str, sent: float) -> None:
+        self._read_at[identity] = max(sent, self._read_at.get(identity, -math.inf))
 
     # -- what the watches deliver ----------------------------------------------------------------------
 
@@ -245,9 +246,9 @@ class PeerView:
                 log.info("member lease gone", member=identity)
         else:
             lease = self._observe(new, self.clock.monotonic())
-            if lease is not None and lease.identity == self.site.identity and self._full is not None:
+            if lease is not None and lease.identity == self.site.identity and self._proof_at is not None:
                 sent = self.members.sent_at(lease.renew_time)
-                if sent is not None and self._full_listed:
+                if sent is not None and self._full is scope:
                     self._proved(sent)
         self.changed.notify()
 
@@ -262,8 +263,10 @@ class PeerView:
             log.debug("member seen", member=lease.identity, weight=lease.weight, problems=len(lease.problems))
         return lease
 
-    def _listed(self, objects: Iterable[dict[str, Any]], sent: float) -> None:
+    def _listed(self, scope: anyio.CancelScope, objects: Iterable[dict[str, Any]], sent: float) -> None:
         """A full list of every member Lease, sent at `sent`."""
+        if scope.cancel_called:
+            return
         leases = []
         for obj in objects:
             try:
@@ -271,20 +274,26 @@ class PeerView:
             except MalformedLease:
                 continue
         gap: bool | None = None
-        if not self._full_listed:
+        if self._proof_at is None:
             # Our view was proven only now and then before (the few watches): whether it may have missed
             # renewals is whether the API failed us lately, not how long since the last proof.
             failed = self.members.last_failure
             gap = failed is not None and sent - failed < self.site.timings.lease_duration
         self.tracker.resync(leases, sent, gap)
-        self._full_listed = True
         self._proved(sent)
+        self.changed.notify()
+
+    def _listed_one(self, scope: anyio.CancelScope, identity: str, sent: float) -> None:
+        """The list that (re)started the watch of `identity`'s Lease, sent at `sent`: it is current then."""
+        if scope.cancel_called:
+            return
+        self._read(identity, sent)
         self.changed.notify()
 
     def _proved(self, at: float) -> None:
         """Every member Lease written before `at` has been seen."""
+        self._renewal_asked = False
         self.tracker.mark_synced(at)
-        self._covers = None
         self._proof_at = at if self._proof_at is None else max(self._proof_at, at)
 
     def _restart_timers(self, now: float) -> None:
@@ -329,5 +338,25 @@ class _FullInformer(Informer):
     async def relist(self) -> None:
         sent = self._view.clock.monotonic()
         await super().relist()
-        if not self._scope.cancel_called:
-            self._view._listed(self.cache.values(), sent)
+        self._view._listed(self._scope, self.cache.values(), sent)
+
+
+class _OneInformer(Informer):
+    """One member Lease, by name; each list makes it known current as of when it was sent."""
+
+    def __init__(self, view: PeerView, identity: str, scope: anyio.CancelScope) -> None:
+        site = view.site
+        super().__init__(
+            site.kube,
+            LEASES,
+            namespace=site.namespace,
+            field_selector=f"metadata.name={member_lease_name(site.instance, identity)}",
+            on_change=functools.partial(view._on_change, scope),
+            name="member-lease",
+        )
+        self._view, self._scope, self._identity = view, scope, identity
+
+    async def relist(self) -> None:
+        sent = self._view.clock.monotonic()
+        await super().relist()
+        self._view._listed_one(self._scope, self._identity, sent)

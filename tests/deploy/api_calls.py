@@ -43,7 +43,7 @@ VERBS: dict[str, tuple[str, ...]] = {
     "patch": ("patch",),
     "delete": ("delete",),
 }
-INFORMERS = frozenset({"Informer", "_FullInformer"})
+INFORMERS = frozenset({"Informer"})  # and its subclasses, found by their bases
 _KUBE_NAMES = frozenset({"kube", "_kube"})
 
 

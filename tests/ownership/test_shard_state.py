@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from shardsync.ownership.shard_state import Gate, Phase, ShardState
+from shardsync.ownership.shard_state import Phase, ShardState
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.timings import Timings
 from tests.sharding.helpers import ready, status
@@ -147,22 +147,41 @@ def test_gain_queues_what_is_ours_and_neither_runs_nor_waits() -> None:
     assert set(s.pending.values()) == {NOW}  # not re-queued: their wait counts from the first sight
 
 
-def test_acquiring_waits_for_a_member_view_at_least_as_fresh_as_the_assignment() -> None:
+def test_a_silent_peer_counts_as_gone_only_on_a_member_view_at_least_as_fresh_as_the_assignment() -> None:
     s = state_under(G2, running=set())
     s.gain(ZONES, NOW)
-    assert s.acquire_gate(True, None) is Gate.ASK  # no view yet: ask for a fresh one ...
-    assert s.acquire_gate(True, None) is Gate.WAIT  # ... once for this view
-    assert s.acquire_gate(True, NOW - 0.1) is Gate.WAIT  # a view older than the assignment read
-    assert s.acquire_gate(False, NOW + 1) is Gate.WAIT  # may not write: never ask, never open
-    assert s.acquire_gate(True, NOW) is Gate.OPEN
-    s.switch(G3, NOW + 2)  # a new view read: the member view must catch up again, and may be asked for
-    assert s.acquire_gate(True, NOW + 1) is Gate.ASK
-    assert s.acquire_gate(True, NOW + 2) is Gate.OPEN
+    assert not s.view_confirmed(None)  # no view yet
+    assert not s.view_confirmed(NOW - 0.1)  # a view older than the assignment read
+    assert s.view_confirmed(NOW)
+    s.switch(G3, NOW + 2)  # a new view read: the member view must catch up again
+    assert not s.view_confirmed(NOW + 1) and s.view_confirmed(NOW + 2)
+    assert not ShardState("a", TIMINGS).view_confirmed(NOW)  # no assignment yet
 
 
-def test_may_not_ask_before_any_view_was_read() -> None:
-    s = ShardState("a", TIMINGS)
-    assert s.acquire_gate(True, NOW) is Gate.WAIT
+def test_on_a_view_not_yet_fresh_only_acknowledgements_count() -> None:
+    three = Assignment(1, (Member("a"), Member("b"), Member("c")))
+    two = replace(Assignment(2, (Member("a"), Member("b"))), acknowledged=1)  # it vouches for the rest
+    s = state_under(three)
+    s.switch(two, NOW)
+    release_all(s)
+    s.gain(ZONES, NOW)
+    expiry = NOW + 15 + TIMINGS.acquire_margin
+    # c went silent long ago: on a fresh view it is gone; on a stale one its silence proves nothing.
+    silent = {"b": status("b", acked=2, last_change=NOW), "c": status("c", acked=1, last_change=NOW - 20)}
+    stale = s.acquire(expiry, silent, fresh=False)
+    assert stale.acquired == () and not stale.refresh_now and s.pending
+    # An acknowledgement needs no fresh view: it is never taken back.
+    acked = {"b": status("b", acked=2, last_change=NOW), "c": status("c", acked=2, last_change=NOW)}
+    unread = s.acquire(expiry, {"b": acked["b"]}, fresh=False)  # c's Lease not read yet: not gone
+    assert unread.acquired == () and s.pending
+    done = s.acquire(expiry, acked, fresh=False)
+    assert done.acquired and not s.pending
+    # Without the certificate a stale view clears nobody: every member must be heard from.
+    unvouched = state_under(three)
+    unvouched.switch(Assignment(2, (Member("a"), Member("b"))), NOW)
+    release_all(unvouched)
+    unvouched.gain(ZONES, NOW)
+    assert unvouched.acquire(expiry, acked, fresh=False).acquired == ()
 
 
 def test_acquire_waits_for_the_previous_owner_and_says_so_once() -> None:

@@ -159,8 +159,26 @@ def test_a_departed_owner_whose_lease_is_unchanged_is_gone_a_margin_after_we_got
     renewed = {"a": status("a", acked=1, last_change=1000.0, renew_time="2026-01-01T00:00:04.000000Z")}
     verdict = may_acquire(zone, owner_now, g2, G1, renewed, margin=2, now=1002.0, received_at=1000.0)
     assert not verdict.allowed and verdict.retry_at == renewed["a"].expires_at(2)
-    # Without `now` and `received_at`, departed is not taken into account.
+    # Without `now` and `received_at`, departed is not taken into account; nor, on a view not yet known
+    # fresher than the assignment (`silence=False`), is any silence: only an acknowledgement counts.
     assert not may_acquire(zone, owner_now, g2, G1, peers, margin=2).allowed
+    stale = may_acquire(zone, owner_now, g2, G1, peers, margin=2, now=1e9, received_at=0.0, silence=False)
+    assert not stale.allowed and stale.retry_at is None
+    acked = {"a": status("a", acked=2, last_change=1000.0, renew_time=stamp)}
+    assert may_acquire(zone, owner_now, g2, G1, acked, margin=2, silence=False).allowed
+    # A previous owner not read yet is no previous owner gone, on a stale view.
+    unread = may_acquire(zone, owner_now, g2, G1, {}, margin=2, silence=False)
+    assert not unread.allowed and unread.waiting_for == ("a",) and unread.retry_at is None
+    assert may_acquire(zone, owner_now, g2, G1, {}, margin=2).allowed  # on a fresh view: its Lease is gone
+
+
+def test_without_a_vouched_generation_a_stale_view_clears_nobody() -> None:
+    # Every member must be heard from: one missing from a stale view may be one still writing.
+    zone = moved_to_c()
+    everyone = {"a": status("a", acked=2), "b": status("b", acked=2)}
+    assert may_acquire(zone, "c", G2, G1, everyone, margin=2).allowed
+    stale = may_acquire(zone, "c", G2, G1, everyone, margin=2, silence=False)
+    assert not stale.allowed and "fresher" in stale.reason
 
 
 def test_a_peer_that_acknowledged_a_newer_generation_says_our_view_is_stale() -> None:

@@ -84,32 +84,30 @@ async def test_following_everyone_the_view_is_current_from_the_echo_of_our_own_r
         assert await kube.get(LEASES, member_lease_name(INSTANCE, "m1"), namespace=NAMESPACE) is None
 
 
-async def test_following_a_few_they_are_current_once_read_and_forgotten_once_unfollowed(
+async def test_following_a_few_each_is_current_as_of_its_last_read_and_forgotten_once_unfollowed(
     apiserver: ApiServer,
 ) -> None:
     async with replicas(apiserver, "m0", "m1", "m2") as (m0, _, _):
         await wait_for(lambda: m0.members.may_write(), 5, "renewing")
+        asked = m0.members.clock.monotonic()
         m0.peers.follow(frozenset({"m1"}))
-        await wait_for(lambda: set(m0.peers.statuses()) == {"m1"}, 5, "m1 followed (and nobody else)")
-        assert not m0.peers.everyone
-        assert m0.peers.synced_for(frozenset({"m1"})) is None  # watched, but not read since: not proven
+        # The list that starts the watch of m1's Lease is a read of it: current as of when it was sent.
+        await wait_for(lambda: m0.peers.synced_for(frozenset({"m1"})) is not None, 5, "m1 listed")
+        listed = m0.peers.synced_for(frozenset({"m1"}))
+        assert listed is not None and listed >= asked
+        assert set(m0.peers.statuses()) == {"m1"} and not m0.peers.everyone  # not even our own Lease
         assert m0.peers.synced_for(frozenset()) == float("inf")  # nobody to hear from
-        before = m0.members.clock.monotonic()
-        m0.peers.confirm()
-        await wait_for(lambda: m0.peers.synced_for(frozenset({"m1"})) is not None, 5, "read")
-        proven = m0.peers.synced_for(frozenset({"m1"}))
-        assert proven is not None and proven >= before
         assert m0.peers.synced_for(frozenset({"m1", "m2"})) is None and m0.peers.synced_for(None) is None
+        await anyio.sleep(RENEW)
+        m0.peers.confirm()  # a GET of each Lease not read since
+        await wait_for(lambda: (m0.peers.synced_for(frozenset({"m1"})) or 0) > listed, 5, "m1 read again")
         m0.peers.follow(frozenset({"m2"}))
         assert set(m0.peers.statuses()) <= {"m2"}  # m1 forgotten at once
-        assert m0.peers.synced_for(frozenset({"m2"})) is None
-        m0.peers.confirm()
-        await wait_for(lambda: m0.peers.synced_for(frozenset({"m2"})) is not None, 5, "m2 read")
+        await wait_for(lambda: m0.peers.synced_for(frozenset({"m2"})) is not None, 5, "m2 listed")
         assert set(m0.peers.statuses()) == {"m2"}
         # A followed Lease that does not exist is read as gone.
         m0.peers.follow(frozenset({"m2", "nobody"}))
-        m0.peers.confirm()
-        await wait_for(lambda: m0.peers.synced_for(frozenset({"m2", "nobody"})) is not None, 5, "read")
+        await wait_for(lambda: m0.peers.synced_for(frozenset({"m2", "nobody"})) is not None, 5, "listed")
         assert "nobody" not in m0.peers.statuses()
 
 
