@@ -34,6 +34,11 @@ class TimingDefaults:
 
 
 FENCED = TimingDefaults(lease_duration=3.0, renew_interval=1.0, settle=0.5)
+# Rule 4's margin on a silent peer's lease. It absorbs clock-rate differences between replicas (parts per
+# million: milliseconds over any lease), so it need not grow with the lease; the self-fence margin before it
+# (a fifth of the lease) is what keeps a stale owner's last write clear of its successor's first. Capped, a
+# crashed replica's zones move lease + 0.5 s after its last renewal with an unfenced provider, not + 2.25 s.
+ACQUIRE_MARGIN_CAP = 0.5
 UNFENCED = TimingDefaults(lease_duration=15.0, renew_interval=5.0, settle=DEFAULT_SETTLE)
 
 
@@ -72,7 +77,7 @@ class Timings:
             settle=settle,
             restart_grace=restart_grace,
             fence_margin=fence_margin,
-            acquire_margin=0.15 * duration,
+            acquire_margin=min(0.15 * duration, ACQUIRE_MARGIN_CAP),
             renew_deadline=duration * 2 / 3,
             request_timeout=max(1.0, min(2 * renew_interval, duration / 3)),
             # Moving zones takes settle + a few API round trips; the rest of the stop (reads, release,
@@ -101,8 +106,9 @@ class Timings:
     @property
     def crash_handoff(self) -> float:
         """About how long after a crashed replica's last renewal its zones are taken over: its lease runs
-        out, the observers' margin, then the coordinator's settle before it publishes (plus round trips)."""
-        return self.lease_duration + self.acquire_margin + self.settle
+        out, the coordinator publishes at once (a crash waits for no settle delay: rule 2), and the new
+        owners add the acquire margin (plus round trips)."""
+        return self.lease_duration + self.acquire_margin
 
     def publisher_config(self) -> PublisherConfig:
         # A member that has not acknowledged within a lease duration is stuck (or about to be seen gone):

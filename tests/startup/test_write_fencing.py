@@ -67,7 +67,7 @@ async def test_the_timings_follow_the_webhook_servers_answer(
     started = next(r for r in caplog.records if r.getMessage().startswith("writes"))
     figures = getattr(started, "kv", {})
     assert figures["lease"] == ("3s" if fenced else "15s")
-    assert figures["crash_handoff_after"] == ("4s" if fenced else "19.2s")  # lease + margin + settle
+    assert figures["crash_handoff_after"] == ("3.5s" if fenced else "15.5s")  # lease + acquire margin
     assert len(lines) <= 2, lines  # that line and the negotiation's
 
 
