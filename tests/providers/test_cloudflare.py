@@ -10,6 +10,8 @@ throttling the provider budget waits out.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +21,7 @@ import pytest
 
 from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
-from shardsync.providers.base import FencedError, FenceToken, Pacer, fence_record_name
+from shardsync.providers.base import FencedError, FenceToken, Pacer, fence_record_name, unpaced
 from shardsync.providers.budget import Budget, BudgetedProvider
 from shardsync.providers.cloudflare.api import CloudflareApi
 from shardsync.providers.cloudflare.errors import CloudflareThrottledError
@@ -118,6 +120,31 @@ def web(*targets: str, **kw: Any) -> DesiredIndex:
 
 
 # ---- zones and listings ----
+
+
+def test_a_client_left_open_is_collected_quietly_after_its_event_loop_ended(fake: CloudflareFake) -> None:
+    # A provider that is never closed (a test's, a crash path's) must not, when the garbage collector takes
+    # it during a later event loop, try to close its connections on the loop that ended: that raised
+    # "Event loop is closed" inside whatever ran then (the SDK's own client schedules that close).
+    fake.add_zone(ZONE)
+    held: dict[str, CloudflareApi] = {}
+
+    async def first() -> None:
+        held["api"] = CloudflareApi(timeout=5)
+        await held["api"].zones(unpaced)  # a pooled connection, bound to this loop
+
+    asyncio.run(first())
+    errors: list[dict[str, Any]] = []
+
+    async def later() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: errors.append(context))
+        held.clear()
+        gc.collect()
+        await asyncio.sleep(0.05)
+
+    asyncio.run(later())
+    gc.collect()
+    assert errors == []
 
 
 def test_zones_are_listed_page_by_page_or_got_by_id(fake: CloudflareFake) -> None:

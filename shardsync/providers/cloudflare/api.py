@@ -70,10 +70,14 @@ class CloudflareApi:
     first."""
 
     def __init__(self, *, timeout: float = 30.0, env: dict[str, str] | None = None) -> None:
+        limit = httpx.Timeout(timeout, connect=min(timeout, 10.0))
         self._client = cloudflare.AsyncCloudflare(
             **credentials(env),
             max_retries=0,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            timeout=limit,
+            # Our own httpx client: the SDK's default one schedules its own close on whatever event loop
+            # runs when it is garbage-collected, which fails ("Event loop is closed") if its loop has ended.
+            http_client=httpx.AsyncClient(timeout=limit, follow_redirects=True),
         )
         self.timeout = timeout
 
