@@ -52,9 +52,8 @@ def test_the_short_runs_default_seed_has_every_kind_of_fault() -> None:
 
 def test_the_liveness_bound_grows_with_the_lease_and_the_restart_grace() -> None:
     short = liveness_bound(Timings.derive(4, 1, 0.5, 8), start_allowance=15)
-    assert (
-        short == 4 + 0.5 + 8 + 0.5 + 2 + 15
-    )  # lease, acquire margin (capped at 0.5 s), grace, settle, renewals
+    # lease, acquire margin (capped at 0.5 s), restart grace, settle, two renewals, the start allowance
+    assert short == 4 + 0.5 + 8 + 0.5 + 2 + 15
     assert liveness_bound(Timings.derive(15, 5, 2, 30), start_allowance=15) > short
 
 
