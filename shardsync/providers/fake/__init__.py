@@ -10,6 +10,7 @@ store, or a shared `shardsync fake-provider`); everything else is imported from 
   staging.py: checking a batch against a zone before the store commits it;
 - provider.py: `FakeProvider`, the store in this process;
 - profile.py: `Profile`, a real API's documented rules the store enforces (`--profile route53`);
+  enforcer.py: their state (account buckets, request windows, zones processing a change);
 - server.py: the store over HTTP (native API and webhook face: webhook_face.py, the store as the Provider
   shardsync's webhook server serves); command.py: `shardsync fake-provider`;
 - client.py: `FakeHTTPProvider`, a replica's client of that server, and `FakeAdmin`, its admin client.

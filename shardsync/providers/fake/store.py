@@ -37,9 +37,10 @@ from typing import TypeVar
 from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
 from shardsync.providers.base import FencedError, FenceToken, ProviderError
 from shardsync.providers.fake.audit import DEFAULT_AUDIT_LIMIT, AuditEntry, AuditLog
+from shardsync.providers.fake.enforcer import Enforcer
 from shardsync.providers.fake.faults import Faults, InjectedFaults
 from shardsync.providers.fake.limits import ANONYMOUS, Gate, Limits
-from shardsync.providers.fake.profile import NONE, Enforcer, Profile
+from shardsync.providers.fake.profile import NONE, Profile
 from shardsync.providers.fake.seed import seeded_records, zone_name
 from shardsync.providers.fake.staging import InvalidChangesError, Key, commit, stage, with_fence
 
