@@ -20,6 +20,7 @@ from shardsync.providers.fake.profile import (
     PriorRequestNotCompleteError,
     Profile,
     batch_size,
+    change_size,
 )
 
 
@@ -27,10 +28,13 @@ class RequestWindow:
     """At most `limit` requests in any `seconds`. With a `block`, the request past it starts a block of
     `block` seconds in which every request is refused (Cloudflare's 1,200 per five minutes); without one,
     a request is refused until enough of the oldest have left the window (Azure's Microsoft.Network
-    writes). Not thread-safe: the Enforcer's lock guards it."""
+    writes, Google's requests per minute). `what` names the requests in the refusal. Not thread-safe: the
+    Enforcer's lock guards it."""
 
-    def __init__(self, limit: int, seconds: float, block: float, clock: Callable[[], float]) -> None:
-        self.limit, self.seconds, self.block = limit, seconds, block
+    def __init__(
+        self, limit: int, seconds: float, block: float, clock: Callable[[], float], what: str = "requests"
+    ) -> None:
+        self.limit, self.seconds, self.block, self.what = limit, seconds, block, what
         self._clock = clock
         self._seen: deque[float] = deque()
         self._blocked_until = -math.inf
@@ -48,7 +52,7 @@ class RequestWindow:
             if self.block <= 0:
                 oldest = self._seen[min(len(self._seen), cost) - 1] if self._seen else now
                 raise AccountThrottledError(
-                    f"429: more than {self.limit} writes in {self.seconds:g}s",
+                    f"429: more than {self.limit} {self.what} in {self.seconds:g}s",
                     retry_after=max(1, math.ceil(oldest + self.seconds - now)),
                 )
             self._blocked_until = now + self.block
@@ -93,7 +97,9 @@ class Enforcer:
             burst = profile.write_burst or max(1, int(profile.write_rate))
             write_bucket = TokenBucket(profile.write_rate, burst, clock=self._clock, what="writes")
         if profile.write_window is not None:
-            write_window = RequestWindow(profile.write_window, profile.window_seconds, 0.0, self._clock)
+            write_window = RequestWindow(
+                profile.write_window, profile.window_seconds, 0.0, self._clock, what="writes"
+            )
         with self._lock:
             self._profile, self._bucket, self._window = profile, bucket, window
             self._write_bucket, self._write_window = write_bucket, write_window
@@ -144,10 +150,23 @@ class Enforcer:
                 f"InvalidChangeBatch: {chars} characters of values in the batch (an UPSERT counts twice), "
                 f"limit {p.batch_value_chars}"
             )
+        counted = zip(
+            ("additions", "deletions", "total rrdata size", "resource records per rrset"),
+            change_size(changes),
+            (p.change_additions, p.change_deletions, p.change_data_bytes, p.set_values),
+            strict=True,
+        )
+        for what, size, limit in counted:
+            if limit is not None and size > limit:
+                # Cloud DNS's words (403 quotaExceeded)
+                raise BatchTooLargeError(
+                    f"quotaExceeded: the change would exceed quota for {what} per change: {size}, "
+                    f"limit {limit}"
+                )
 
     def begin_change(self, zone: str) -> None:
         """Mark `zone` processing a change; PriorRequestNotCompleteError when it already is."""
-        if self._profile.name == NONE.name:
+        if self._profile.name == NONE.name or not self._profile.serial_changes:
             return
         with self._lock:
             now = self._clock()
@@ -162,7 +181,7 @@ class Enforcer:
 
     def end_change(self, zone: str) -> None:
         """The change to `zone` committed or failed: it stays processing for `processing` more seconds."""
-        if self._profile.name == NONE.name:
+        if self._profile.name == NONE.name or not self._profile.serial_changes:
             return
         with self._lock:
             processing = self._profile.processing

@@ -27,8 +27,22 @@ minutes (past it a write is refused until the oldest leaves the window: no block
 writes one record set per request, so an apply costs one write per record set it changes plus the fence
 bump of each batch of them (providers/azure/writes.py), and a listing is pages of 100 record sets.
 
+`--profile google` (`GOOGLE`) enforces what Google documents for Cloud DNS's `changes.create` (the v1
+reference, "Quotas and limits"): a change all-or-nothing, its deletions applied before its additions, and
+a deletion — a delete, or an update's old side, since Cloud DNS has no update but a deletion and an
+addition — must match the current record set exactly (Cloud DNS: 412 conditionNotMet), so
+`[delete fence "<old>", add fence "<new>", …]` is a compare-and-swap; at most 1,000 additions and 1,000
+deletions of record sets, 100,000 bytes of record data and 100 values per added record set in a change
+(Cloud DNS: 403 quotaExceeded; here the batch is refused whole, BatchTooLargeError); no refusal of a
+change while another to the zone is under way (Cloud DNS documents none). And its per-minute request
+quota, counted over every request of the project as a window of 60 s refused until the oldest request
+leaves it (no block): ASSUMED, not documented — Google's quotas page names the quota (the requests one
+IAM user may make to the Cloud DNS API in a minute) but not its default, which only each project's
+console shows; `GOOGLE_MINUTE_REQUESTS` is chosen low (300). Listing pages are left to the server, as
+Google documents no page size.
+
 The default profile (`NONE`) enforces none of it: the store behaves as before. `PROFILES` holds one entry
-per API (google adds its own there).
+per API.
 """
 
 from __future__ import annotations
@@ -62,6 +76,15 @@ AZURE_WRITE_BURST = 200
 AZURE_NETWORK_WRITES = 1000
 AZURE_NETWORK_SECONDS = 300.0
 AZURE_PAGE_SIZE = 100
+# Cloud DNS's documented limits of one change (cloud.google.com/dns/quotas, "Resource limits").
+GOOGLE_CHANGE_ADDITIONS = 1000
+GOOGLE_CHANGE_DELETIONS = 1000
+GOOGLE_CHANGE_DATA_BYTES = 100_000
+GOOGLE_SET_VALUES = 100
+# ASSUMED, not documented: the default of Cloud DNS's per-minute request quota (the module docstring). Low
+# on purpose, so that a run that stays under it here would stay under a real project's larger default.
+GOOGLE_MINUTE_REQUESTS = 300
+GOOGLE_MINUTE_SECONDS = 60.0
 
 
 class BatchTooLargeError(BatchRejectedError):
@@ -74,7 +97,7 @@ class PriorRequestNotCompleteError(FakeThrottledError):
 
 class AccountThrottledError(FakeThrottledError):
     """Route53's Throttling: the account's token bucket is empty (or Cloudflare's 429: its window is
-    spent and the account blocked)."""
+    spent and the account blocked; or Azure's and Google's: their window is spent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +109,11 @@ class Profile:
     batch_value_chars: int | None = None  # characters of targets per apply, an update counting twice
     page_size: int | None = None  # RRsets per listing page
     exact_deletes: bool = False  # a delete must name the current TTL and targets
+    exact_updates: bool = False  # so must an update's old side (Cloud DNS: it is a deletion)
     account_rate: float | None = None  # requests/s of the account, all clients together
     account_burst: int | None = None
     processing: float = 0.0  # seconds a zone stays "processing" after a change committed
+    serial_changes: bool = True  # a change to a zone still processing one is refused (Route53)
     update_weight: int = 2  # what an update counts toward batch_records (Route53: an UPSERT, twice)
     # at most window_requests requests in any window_seconds, all clients together; past that every request
     # is refused for block_seconds (Cloudflare)
@@ -102,6 +127,13 @@ class Profile:
     write_burst: int | None = None
     write_window: int | None = None
     record_writes: bool = False
+    # Cloud DNS counts record sets: at most change_additions added (creates, updates' new sides) and
+    # change_deletions deleted (deletes, updates' old sides) per apply, change_data_bytes of values (UTF-8)
+    # in both, set_values values in one added record set
+    change_additions: int | None = None
+    change_deletions: int | None = None
+    change_data_bytes: int | None = None
+    set_values: int | None = None
 
     def __post_init__(self) -> None:
         if self.account_rate is not None and self.account_rate <= 0:
@@ -117,6 +149,9 @@ class Profile:
                 raise ValueError("a request window needs >= 1 request in a window_seconds > 0")
         if self.write_rate is not None and (self.write_rate <= 0 or (self.write_burst or 1) < 1):
             raise ValueError("write_rate must be > 0 and write_burst >= 1")
+        limits = (self.change_additions, self.change_deletions, self.change_data_bytes, self.set_values)
+        if any(limit is not None and limit < 1 for limit in limits):
+            raise ValueError("a change's limits must be >= 1 (None for no limit)")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,6 +170,12 @@ class Profile:
             "writeBurst": self.write_burst,
             "writeWindow": self.write_window,
             "recordWrites": self.record_writes,
+            "exactUpdates": self.exact_updates,
+            "serialChanges": self.serial_changes,
+            "changeAdditions": self.change_additions,
+            "changeDeletions": self.change_deletions,
+            "changeDataBytes": self.change_data_bytes,
+            "setValues": self.set_values,
         }
 
     def with_account(self, rate: float | None = None, burst: int | None = None) -> Profile:
@@ -176,8 +217,20 @@ AZURE = Profile(
     write_window=AZURE_NETWORK_WRITES,
     record_writes=True,
 )
+GOOGLE = Profile(
+    name="google",
+    exact_deletes=True,
+    exact_updates=True,
+    serial_changes=False,
+    window_requests=GOOGLE_MINUTE_REQUESTS,
+    window_seconds=GOOGLE_MINUTE_SECONDS,
+    change_additions=GOOGLE_CHANGE_ADDITIONS,
+    change_deletions=GOOGLE_CHANGE_DELETIONS,
+    change_data_bytes=GOOGLE_CHANGE_DATA_BYTES,
+    set_values=GOOGLE_SET_VALUES,
+)
 # One entry per API the fake provider can play (`--profile`).
-PROFILES = {p.name: p for p in (NONE, ROUTE53, CLOUDFLARE, AZURE)}
+PROFILES = {p.name: p for p in (NONE, ROUTE53, CLOUDFLARE, AZURE, GOOGLE)}
 
 
 def batch_size(changes: Changes, update_weight: int = 2) -> tuple[int, int]:
@@ -192,6 +245,16 @@ def batch_size(changes: Changes, update_weight: int = 2) -> tuple[int, int]:
 
     parts = (size(changes.create, 1), size(changes.delete, 1), size(changes.update_new, update_weight))
     return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+def change_size(changes: Changes) -> tuple[int, int, int, int]:
+    """(additions, deletions, bytes of record data, most values of one added set) of a batch as Cloud DNS
+    counts a change: in record sets, an update being the deletion of its old side and the addition of its
+    new one."""
+    additions = [*changes.create, *changes.update_new]
+    deletions = [*changes.delete, *changes.update_old]
+    data = sum(len(t.encode()) for e in (*additions, *deletions) for t in e.targets)
+    return len(additions), len(deletions), data, max((len(e.targets) for e in additions), default=0)
 
 
 def profile_from_json(data: Mapping[str, Any]) -> Profile:

@@ -17,9 +17,16 @@ class InvalidChangesError(BatchRejectedError):
 
 
 def stage(
-    records: Mapping[Key, Endpoint], zone: str, changes: Changes, index: ZoneIndex, exact_deletes: bool
+    records: Mapping[Key, Endpoint],
+    zone: str,
+    changes: Changes,
+    index: ZoneIndex,
+    exact_deletes: bool,
+    exact_updates: bool = False,
 ) -> dict[Key, Endpoint | None]:
-    """Validate `changes` against the zone; return key -> new value (None: delete). Changes nothing."""
+    """Validate `changes` against the zone; return key -> new value (None: delete). Changes nothing.
+    `exact_deletes`: a delete must name the current TTL and targets (Route53, Cloud DNS); `exact_updates`:
+    so must an update's old side (Cloud DNS, where an update is a deletion and an addition)."""
     staged: dict[Key, Endpoint | None] = {}
 
     def current(key: Key) -> Endpoint | None:
@@ -36,15 +43,19 @@ def stage(
         now = current(ep.key)
         if now is None:
             raise InvalidChangesError(f"delete {_describe(ep)}: no such record")
-        if exact_deletes and (now.ttl != ep.ttl or not same_targets(now.targets, ep.targets)):
+        if exact_deletes and not _matches(now, ep):
             # Route53: "the values must match the current values exactly"
             raise InvalidChangesError(f"delete {_describe(ep)}: values differ from the current ones")
         staged[ep.key] = None
     for old, new in zip(changes.update_old, changes.update_new, strict=True):
         if old.key != new.key:
             raise InvalidChangesError(f"update {_describe(old)} -> {_describe(new)}: not the same RRset")
-        if current(old.key) is None:
+        now = current(old.key)
+        if now is None:
             raise InvalidChangesError(f"update {_describe(old)}: no such record")
+        if exact_updates and not _matches(now, old):
+            # Cloud DNS: the deletion "must match existing data exactly" (412 conditionNotMet)
+            raise InvalidChangesError(f"update {_describe(old)}: old values differ from the current ones")
         staged[new.key] = new
     for ep in changes.create:
         if current(ep.key) is not None:
@@ -72,6 +83,10 @@ def with_fence(zone: str, changes: Changes, fence: FenceToken | None) -> Changes
         update_new=changes.update_new,
         delete=[*changes.delete, record],
     )
+
+
+def _matches(now: Endpoint, named: Endpoint) -> bool:
+    return now.ttl == named.ttl and same_targets(now.targets, named.targets)
 
 
 def _describe(ep: Endpoint) -> str:

@@ -7,8 +7,9 @@ shared by several replica processes, calls from one event loop: the `*_async` me
 concurrency, latency), then runs atomically under the store's data lock, where the injected failures
 (faults.py) are checked. Changes that cannot apply (staging.py: create of an existing RRset, delete of a
 missing one, a name outside the zone) refuse the whole batch (InvalidChangesError, a BatchRejectedError),
-as an injected record failure does. A profile (profile.py, e.g. `route53`) adds the documented rules of a
-real API: exact deletes, batch and page limits, PriorRequestNotComplete and an account-wide token bucket.
+as an injected record failure does. A profile (profile.py, e.g. `route53`; its state: enforcer.py) adds
+the documented rules of a real API: exact deletes, batch and page limits, PriorRequestNotComplete, an
+account-wide token bucket and request windows.
 
 Fences (design §2 rule 8) are a per-zone compare-and-set, kept beside the records and never listed with
 them: `acquire_fence` succeeds when the zone has no fence, already holds that exact token, or holds an older
@@ -368,7 +369,15 @@ class FakeStore:
                     held = current.to_text() if current else "no fence"
                     raise FencedError(f"zone {zone}: fence holds {held}, not {fence.to_text()}")
             self._faults.check_records(changes)
-            staged = stage(self._zones[zone], zone, changes, self._zone_index(), self._exact_deletes)
+            rules = self._enforcer.profile
+            staged = stage(
+                self._zones[zone],
+                zone,
+                changes,
+                self._zone_index(),
+                rules.exact_deletes,
+                rules.exact_updates,
+            )
         except ProviderError as exc:
             self._audit.record("apply", zone, writer, generation, fence, started, exc)
             raise
@@ -402,10 +411,6 @@ class FakeStore:
     def _changed(self, zone: str) -> None:
         self._serial += 1
         self._versions[zone] = f"{self._prefix}-{self._serial}"
-
-    @property
-    def _exact_deletes(self) -> bool:
-        return self._enforcer.profile.exact_deletes
 
     def _zone_index(self) -> ZoneIndex:
         if self._index is None:
