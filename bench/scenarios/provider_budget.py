@@ -3,7 +3,8 @@ route53`: an account bucket of `budget_rate` calls/s and `budget_burst`, pages o
 call), with the replicas sharing that limit (`--provider-rate-limit`, `--provider-burst`) and caching each
 zone's records (`--provider-cache-time`). Then the same on a cluster of its own for each other profile of
 `PROFILE_RUNS` (cloudflare: 1,200 requests per five minutes, then five minutes of 429; azure: ARM's
-buckets and Microsoft.Network's 1,000 writes per five minutes, a write per record set) at
+buckets and Microsoft.Network's 1,000 writes per five minutes, a write per record set; google: Cloud DNS's
+change limits and 300 requests per minute, that figure assumed) at
 `budget_profile_replicas` (1 and 4), under `profiles.<profile>`; the fake provider counts the five-minute
 blocks (`five_minute_blocks`). A run may cap the zones and records where the account could not write the
 profile's in the time (azure).
@@ -131,7 +132,7 @@ class AccountRun:
     most_records: int | None = None
 
 
-# One entry per profile of the fake provider (`--profile`); google adds its own.
+# One entry per profile of the fake provider (`--profile`).
 PROFILE_RUNS: dict[str, AccountRun] = {
     "cloudflare": AccountRun(
         rate=3.8,
@@ -148,6 +149,13 @@ PROFILE_RUNS: dict[str, AccountRun] = {
         "x 5 records is about 40 x 12 = 480 writes, each size's 60 changes 120 more",
         most_zones=40,
         most_records=5,
+    ),
+    "google": AccountRun(
+        rate=4.5,
+        burst=5,
+        why="Cloud DNS's per-minute request quota, 300 here (assumed: Google does not publish the default), "
+        "is 5/s; at 4.5/s the buckets of N replicas let through at most 5 + N + 60 x 4.5 = 275 + N in any "
+        "minute",
     ),
 }
 

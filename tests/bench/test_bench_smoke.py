@@ -74,7 +74,7 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
             assert budget["runs"][n][field] is not None, (n, field)
         assert budget["runs"][n]["observed"] == budget["runs"][n]["changes"], n
     assert budget["model_external_dns"]["model"] is True
-    for name in PROFILE_RUNS:  # cloudflare's, azure's
+    for name in PROFILE_RUNS:  # cloudflare's, azure's, google's
         account = budget["profiles"][name]
         for n in ("1", "2"):
             for field in ("p99_seconds", "calls_per_change", "throttled"):
