@@ -5,6 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from shardsync.endpoint import Changes
+from shardsync.providers.fake.store import FakeStore
 
 
 class FakeClock:
@@ -81,3 +86,21 @@ class Latency:
         finally:
             with self.lock:
                 self.inside -= 1
+
+
+@contextmanager
+def change_in_flight(store: FakeStore, latency: Latency, zone: str, changes: Changes) -> Iterator[None]:
+    """`store.apply(zone, changes)` on a thread of its own, held in flight (inside the store's latency,
+    `latency`) until the block ends; then it completes and is joined."""
+    latency.release.clear()
+    latency.entered.clear()
+    latency.hold = 1
+    thread = threading.Thread(target=store.apply, args=(zone, changes), kwargs={"writer": "w"})
+    thread.start()
+    try:
+        if not latency.entered.wait(5):
+            raise TimeoutError("the held change never started")
+        yield
+    finally:
+        latency.release.set()
+        thread.join(5)

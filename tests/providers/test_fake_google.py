@@ -8,7 +8,6 @@ tested against a contract fake of Cloud DNS's own API (tests/providers/test_goog
 from __future__ import annotations
 
 import argparse
-import threading
 
 import pytest
 
@@ -27,7 +26,7 @@ from shardsync.providers.fake.profile import (
     profile_from_json,
 )
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError
-from tests.providers.fake_helpers import FakeClock, Latency
+from tests.providers.fake_helpers import FakeClock, Latency, change_in_flight
 
 ZONE = "example.org"
 
@@ -125,33 +124,14 @@ def test_deletions_and_updates_old_sides_must_match_and_deletions_come_first() -
 
 def test_a_second_change_to_a_zone_is_not_refused_while_one_is_under_way() -> None:
     latency = Latency()
-    latency.hold = 1
     store = FakeStore(limits=Limits(latency=0.001), profile=GOOGLE, sleep=latency)
     store.add_zone(ZONE)
-    first = threading.Thread(
-        target=store.apply, args=(ZONE, Changes(create=[a("x")])), kwargs={"writer": "w"}
-    )
-    first.start()
-    try:
-        assert latency.entered.wait(5)
+    with change_in_flight(store, latency, ZONE, Changes(create=[a("x")])):
         store.apply(ZONE, Changes(create=[a("y")]), writer="w")  # Cloud DNS documents no refusal
-        store.set_profile(ROUTE53.with_account(rate=1e9, burst=1_000_000_000))
-        latency.entered.clear()
-        latency.hold = 1
-        second = threading.Thread(
-            target=store.apply, args=(ZONE, Changes(create=[a("z")])), kwargs={"writer": "w"}
-        )
-        second.start()
-        try:
-            assert latency.entered.wait(5)
-            with pytest.raises(PriorRequestNotCompleteError):  # where Route53's profile refuses it
-                store.apply(ZONE, Changes(create=[a("v")]), writer="w")
-        finally:
-            latency.release.set()
-            second.join(5)
-    finally:
-        latency.release.set()
-        first.join(5)
+    store.set_profile(ROUTE53.with_account(rate=1e9, burst=1_000_000_000))
+    in_flight = change_in_flight(store, latency, ZONE, Changes(create=[a("z")]))
+    with in_flight, pytest.raises(PriorRequestNotCompleteError):  # where Route53's profile refuses it
+        store.apply(ZONE, Changes(create=[a("v")]), writer="w")
     assert [e.dns_name for e in store.peek(ZONE)] == [f"{n}.{ZONE}" for n in ("x", "y", "z")]
 
 

@@ -34,7 +34,7 @@ from shardsync.providers.fake.profile import (
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError
-from tests.providers.fake_helpers import FakeClock, Latency
+from tests.providers.fake_helpers import FakeClock, Latency, change_in_flight
 
 ZONE = "example.org"
 UNLIMITED = ROUTE53.with_account(rate=1e9, burst=1_000_000_000)
@@ -127,20 +127,11 @@ def test_prior_request_not_complete_while_a_change_is_in_flight_or_processing() 
 
 def test_a_change_in_flight_refuses_a_second_change_to_its_zone() -> None:
     latency = Latency()
-    latency.hold = 1
     store = FakeStore(limits=Limits(latency=0.001), profile=UNLIMITED, sleep=latency)
     store.add_zone(ZONE)
-    first = threading.Thread(
-        target=store.apply, args=(ZONE, Changes(create=[a("x")])), kwargs={"writer": "w"}
-    )
-    first.start()
-    try:
-        assert latency.entered.wait(5)
-        with pytest.raises(PriorRequestNotCompleteError):
-            store.apply(ZONE, Changes(create=[a("y")]), writer="w")
-    finally:
-        latency.release.set()
-        first.join(5)
+    in_flight = change_in_flight(store, latency, ZONE, Changes(create=[a("x")]))
+    with in_flight, pytest.raises(PriorRequestNotCompleteError):
+        store.apply(ZONE, Changes(create=[a("y")]), writer="w")
     store.apply(ZONE, Changes(create=[a("y")]), writer="w")
     assert len(store.peek(ZONE)) == 2
 
