@@ -108,8 +108,12 @@ class CoordinatorLoop:
             await self._write(publisher, proposal)
         # Act on an expiry when it happens, not at the next round: wake when the first live member's
         # lease runs out unless it renews first (a renewal raises `members.changed` anyway).
-        # An expiry already past on our clock waits for the view to catch up (a member event wakes us).
+        # An expiry already past on our clock waits for the view to catch up (a member event wakes us),
+        # and asks for it now: the echo of our own renewal proves the view current, and waiting for the
+        # next one cost up to a renew interval (5 s with an unfenced provider) per crash.
         now = self.site.clock.monotonic()
+        if any(s.live and s.expires_at() <= now for s in statuses.values()):
+            self.peers.confirm()
         wakes = [s.expires_at() for s in statuses.values() if s.live and s.expires_at() > now]
         wake = publisher.next_wakeup()
         if wake is not None:
