@@ -205,7 +205,7 @@ class DesiredIndex:
     def holds_any(self, zones: Iterable[str]) -> bool:
         return any(self._holds(zone) for zone in zones)
 
-    def defer(self, key: str, names: Iterable[str]) -> bool:
+    def defer(self, key: str, names: Iterable[str], *, unnamed: bool = False) -> bool:
         """Restricted: an object whose records can only be named at or under `names` need not be translated
         while none of the zones those fall in is held. True: leave it untranslated; nothing is kept of it
         here, and every zone held from now on waits for a sweep (`on_sweep`) that reads such objects back.
@@ -213,7 +213,9 @@ class DesiredIndex:
         yet, or what is indexed of it has endpoints held or awaited, which only a translation replaces).
         An object indexed with endpoints in zones not held alone (translated before, then changed: a peer
         wrote its status, say) is left untranslated too, its index entry dropped: with N replicas every
-        change of an object reaches all N, and N - 1 of them would translate it for nothing."""
+        change of an object reaches all N, and N - 1 of them would translate it for nothing. An object
+        without names reaches no zone: translated, unless `unnamed` (its kind's nameless objects publish
+        nothing), then left out as well."""
         if not self.restricted or not (self._kept or self._expected) or self.pinned(key):
             return False
         if key in self._unplaced or key in self._awaited or key in self._everywhere:
@@ -222,7 +224,7 @@ class DesiredIndex:
         if indexed is not None and self.holds_any(indexed):
             return False
         zones = self.reached(names)
-        if not zones or self.holds_any(zones):
+        if zones is None or (not zones and not unnamed) or self.holds_any(zones):
             return False
         if indexed is not None:
             self.set_object(key, ())  # nothing is kept of it: a zone its names reach, held later, is swept

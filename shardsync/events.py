@@ -69,6 +69,8 @@ class EventRecorder:
 
     async def _write(self, ref: ObjectRef, reason: str, message: str, etype: str) -> None:
         assert self._kube is not None
+        # An Event about a cluster-scoped object (a Node) lives in `default`, as client-go's recorder puts it.
+        namespace = ref.namespace or "default"
         key = (ref, reason, message)
         seen = self._seen.get(key)
         now = time.monotonic()
@@ -81,7 +83,7 @@ class EventRecorder:
                     EVENT_OBJECTS,
                     name,
                     {"count": count + 1, "lastTimestamp": stamp},
-                    namespace=ref.namespace,
+                    namespace=namespace,
                     patch_type="strategic",
                 )
                 return
@@ -96,7 +98,7 @@ class EventRecorder:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": ref.namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "involvedObject": {
                 "kind": ref.kind,
                 "namespace": ref.namespace,
@@ -114,7 +116,7 @@ class EventRecorder:
             "reportingComponent": "shardsync",
             "reportingInstance": self._identity,
         }
-        await self._kube.create(EVENT_OBJECTS, body, namespace=ref.namespace)
+        await self._kube.create(EVENT_OBJECTS, body, namespace=namespace)
 
     def close(self) -> None:
         self._send.close()

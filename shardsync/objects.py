@@ -89,8 +89,11 @@ class ObjectRef:
 
     @property
     def resource(self) -> str:
-        """external-dns's `resource` label value: `<resource kind>/<namespace>/<name>`. Interned: the
-        labels of an object's endpoints and its key in the desired index (the same text) share one copy."""
+        """external-dns's `resource` label value: `<resource kind>/<namespace>/<name>`, `<resource
+        kind>/<name>` for a cluster-scoped object (`node/<name>`). Interned: the labels of an object's
+        endpoints and its key in the desired index (the same text) share one copy."""
+        if not self.namespace:
+            return sys.intern(f"{self.resource_kind}/{self.name}")
         return sys.intern(f"{self.resource_kind}/{self.namespace}/{self.name}")
 
 

@@ -73,6 +73,12 @@ def register(projection: Callable[..., Any], fields: Any) -> None:
     _DECODERS[projection] = SlimDecoder(fields)
 
 
+def alias(projection: Callable[..., Any], reads_as: Callable[..., Any]) -> None:
+    """Decode objects for `projection` as for `reads_as` (a projection of the same fields), if registered."""
+    if reads_as in _DECODERS:
+        _DECODERS[projection] = _DECODERS[reads_as]
+
+
 def decoder_for(projection: Callable[..., Any] | None) -> SlimDecoder | None:
     """The decoder registered for `projection`; None (decode whole) for any other or no projection."""
     return None if projection is None else _DECODERS.get(projection)

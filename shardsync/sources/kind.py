@@ -20,10 +20,12 @@ from shardsync.flags import FlagGroup
 from shardsync.kube import Kube
 from shardsync.objects import Obj, Resource, same_but_version
 from shardsync.sources.common import SourceOptions
-from shardsync.sources.projections import Projection
+from shardsync.sources.projections import Projection, with_annotations
 from shardsync.sources.result import SourceResult
 
 OptionsT = TypeVar("OptionsT")
+# The names an object's records may have or lie under, given the flags every kind shares (`SourceKind.names`).
+Names = Callable[[Obj, SourceOptions], Sequence[str] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,13 +158,29 @@ class SourceKind(Generic[OptionsT]):
     # `<pod>.<hostname>`), read from the object as listed; None when only a translation can tell (say, with
     # --fqdn-template). A sharded replica leaves an evictable kind's object untranslated while no zone
     # those names reach is its own (sources.shard_cache).
-    names: Callable[[Obj, SourceOptions], Sequence[str] | None] | None = None
+    names: Names | None = None
+    # A kind whose names also depend on its own flags (the pod kind: `<pod>.<--pod-source-domain>`) gives
+    # its `names` through this instead: the kind's options → its names function (`names_for`).
+    names_with: Callable[[OptionsT], Names] | None = None
 
-    def projection(self, resource: Resource, templated: bool) -> Projection | None:
-        """What its informer keeps of `resource` (`templated`: an --fqdn-template may read any field)."""
+    def projection(self, resource: Resource, templated: bool, filtered: bool = False) -> Projection | None:
+        """What its informer keeps of `resource` (`templated`: an --fqdn-template may read any field;
+        `filtered`: --annotation-filter may read any annotation of the kind's own objects)."""
+        projection = self.projections.get(resource)
         if not templated and resource in self.untemplated:
-            return self.untemplated[resource]
-        return self.projections.get(resource)
+            projection = self.untemplated[resource]
+        if filtered and projection is not None and resource == self.resource:
+            return with_annotations(projection)
+        return projection
+
+    # Its objects with no names at all publish nothing (a Pod without the pod kind's annotations): a sharded
+    # replica leaves them out like those of other replicas' zones. Not for a kind that writes to every object
+    # it reads (the crd kind's statuses) nor whose nameless objects' problems must reach the writer replica.
+    leaves_out_unnamed: bool = False
+
+    def names_for(self, options: OptionsT) -> Names | None:
+        """The kind's `names` function, given the kind's options (see `names_with`)."""
+        return self.names if self.names_with is None else self.names_with(options)
 
     def namespace_of(self, resource: Resource, namespace: str) -> str:
         """The namespace `resource` is listed in: --namespace, unless the kind reads it everywhere."""
@@ -188,8 +206,10 @@ class SourceKind(Generic[OptionsT]):
 def chosen(kinds: Sequence[SourceKind[Any]]) -> list[SourceKind[Any]]:
     """The kinds one watcher runs, as they run together: a kind's own objects that another of them reads too
     (the Services an Istio Gateway points at) are not evictable, since objects left out or forgotten for
-    their own kind's zones would be missing to the other kind."""
-    read_by_others = {r for kind in kinds for r in kind.related}
+    their own kind's zones would be missing to the other kind. Unless the other kind reads them by key
+    alone (the pod kind's Pods, which the service kind reads): their one informer then keeps what either
+    kind needs (sources.shard_cache's `kept_while_read`)."""
+    read_by_others = {r for kind in kinds for r in kind.related if r not in kind.read_by_key}
     return [
         replace(kind, evictable=False) if kind.evictable and kind.resource in read_by_others else kind
         for kind in kinds

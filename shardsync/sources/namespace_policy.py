@@ -4,8 +4,8 @@ With `--namespace-domains-annotation=KEY` (e.g. `shardsync.io/allowed-domains`) 
 each Namespace, in annotation KEY, the domains its objects may publish, comma-separated:
 `team-a.example.com` admits that name and every name under it, `*.apps.example.com` only the names under
 `apps.example.com`. A namespace without the annotation (or with an empty one) publishes nothing while the
-policy is on. The watcher applies `filter` to every kind's result (sources.gate), so a new kind is covered
-without a line of its own.
+policy is on; objects of no namespace (Nodes: the node source) are the cluster admin's and pass. The watcher
+applies `filter` to every kind's result (sources.gate), so a new kind is covered without a line of its own.
 
 An endpoint outside its namespace's domains is dropped and becomes a problem of the object (a Warning Event
 `DomainNotAllowed`); the gauge counts the endpoints refused now. The refused names are remembered
@@ -103,7 +103,9 @@ class NamespacePolicy:
         kept: list[Endpoint] = []
         refused: dict[tuple[str, str], None] = {}
         problems: list[Problem] = []
-        if ref is not None:
+        if ref is not None and not ref.namespace:
+            kept = list(endpoints)  # a cluster-scoped object (a Node) is the cluster admin's: no tenant's
+        elif ref is not None:
             allowed = self._allowed.get(ref.namespace)
             for ep in endpoints:
                 if allowed is not None and allowed.match(ep.dns_name):

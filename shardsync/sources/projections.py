@@ -29,6 +29,7 @@ both on generated objects.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -115,18 +116,19 @@ def _ours(annotations: Any) -> dict[str, Any]:
     return {k: v for k, v in annotations.items() if k.startswith(PREFIXES)}
 
 
-def pod(obj: Obj) -> Obj:
-    meta = _meta(obj, "labels", "deletionTimestamp")
+def _pod(obj: Obj, published: bool) -> Obj:
+    """What `pod` keeps, and with `published` what the pod kind reads besides (`pod_source`)."""
+    meta = _meta(obj, "labels", "deletionTimestamp", *(("uid", "creationTimestamp") if published else ()))
     if "labels" in meta:
         meta["labels"] = _shared(meta["labels"])  # a ReplicaSet's Pods carry the same labels
     annotations = _ours((obj.get("metadata") or {}).get("annotations"))
     if annotations:
         meta["annotations"] = annotations
     out: Obj = {"metadata": meta}
-    spec = _pick(obj.get("spec"), "hostname", "nodeName")
+    spec = _pick(obj.get("spec"), "hostname", "nodeName", *(("hostNetwork",) if published else ()))
     if "nodeName" in spec:
         spec["nodeName"] = _interned(spec["nodeName"])
-    status = _pick(obj.get("status"), "phase", "hostIP")
+    status = _pick(obj.get("status"), "phase", "hostIP", *(("podIP",) if published else ()))
     conditions = (obj.get("status") or {}).get("conditions") if isinstance(obj.get("status"), dict) else None
     if isinstance(conditions, list):
         ready = [
@@ -144,23 +146,42 @@ def pod(obj: Obj) -> Obj:
     return out
 
 
-# What `pod` reads of a Pod, and what the service kind's Pod admission reads (namespace, labels): the
-# fields a Pod is decoded to (shardsync.slim_json). A field is kept whatever JSON it holds; a null object
-# or list is kept as null, as `pod` sees it decoded whole.
-_POD_META = (*_IDENTITY_FIELDS, "labels", "annotations", "deletionTimestamp")
+def pod(obj: Obj) -> Obj:
+    """A Pod as the service kind reads it (the Pods of headless and NodePort Services)."""
+    return _pod(obj, published=False)
+
+
+def pod_source(obj: Obj) -> Obj:
+    """A Pod as the pod kind reads it too (sources.pod): `pod` plus its uid and creation time (Events, the
+    created label), spec.hostNetwork and status.podIP. When both kinds run, their one informer keeps this
+    (`covering`)."""
+    return _pod(obj, published=True)
+
+
+# What `pod` and `pod_source` read of a Pod, and what the Pod admissions read (the service kind's: namespace,
+# labels; the pod kind's: annotations, name, hostNetwork): the fields a Pod is decoded to
+# (shardsync.slim_json). A field is kept whatever JSON it holds; a null object or list is kept as null, as
+# `pod` sees it decoded whole.
+_POD_META = (*_IDENTITY_FIELDS, "labels", "annotations", "deletionTimestamp", "uid", "creationTimestamp")
 _PodConditions: Any = list[slim_json.fields_of("_PodCondition", ("type", "status"))]  # type: ignore[misc]
 PodFields = slim_json.fields_of(
     "PodFields",
     (),
     metadata=slim_json.fields_of("_PodMetadata", _POD_META) | None,
-    spec=slim_json.fields_of("_PodSpec", ("hostname", "nodeName")) | None,
-    status=slim_json.fields_of("_PodStatus", ("phase", "hostIP"), conditions=_PodConditions | None) | None,
+    spec=slim_json.fields_of("_PodSpec", ("hostname", "nodeName", "hostNetwork")) | None,
+    status=slim_json.fields_of("_PodStatus", ("phase", "hostIP", "podIP"), conditions=_PodConditions | None)
+    | None,
 )
 slim_json.register(pod, PodFields)
+slim_json.register(pod_source, PodFields)
 
 
-def node(obj: Obj) -> Obj:
-    out: Obj = {"metadata": _meta(obj)}
+def _node(obj: Obj, published: bool) -> Obj:
+    meta = _meta(obj, *(("labels", "uid", "creationTimestamp") if published else ()))
+    annotations = _ours((obj.get("metadata") or {}).get("annotations")) if published else None
+    if annotations:
+        meta["annotations"] = annotations
+    out: Obj = {"metadata": meta}
     spec = _pick(obj.get("spec"), "unschedulable")
     status = _pick(obj.get("status"), "addresses")
     if spec:
@@ -168,6 +189,17 @@ def node(obj: Obj) -> Obj:
     if status:
         out["status"] = status
     return out
+
+
+def node(obj: Obj) -> Obj:
+    """A Node as the service and pod kinds read it: its addresses and spec.unschedulable."""
+    return _node(obj, published=False)
+
+
+def node_source(obj: Obj) -> Obj:
+    """A Node as the node kind reads it too (sources.node): `node` plus its labels, external-dns's
+    annotations, uid and creation time."""
+    return _node(obj, published=True)
 
 
 def _slice_endpoint(ep: Any) -> Any:
@@ -272,3 +304,50 @@ ServiceFields = slim_json.fields_of(
     status=slim_json.fields_of("_ServiceStatus", ("loadBalancer",)) | None,
 )
 slim_json.register(service, ServiceFields)
+
+
+# --- one informer for several kinds, and --annotation-filter ---------------------------------------------
+
+# Projections keeping every field others keep, with the same values: `covering` picks them.
+_COVERS: dict[Projection, frozenset[Projection]] = {
+    pod_source: frozenset({pod}),
+    node_source: frozenset({node}),
+}
+_ALL_ANNOTATIONS = frozenset({without_bookkeeping, service})  # keep every annotation but kubectl's already
+
+
+def _covers(wide: Projection, narrow: Projection) -> bool:
+    return wide is without_bookkeeping or narrow in _COVERS.get(wide, ())
+
+
+def covering(a: Projection | None, b: Projection | None) -> Projection | None:
+    """What one informer keeps for two kinds that keep `a` and `b` of its objects: the one keeping all the
+    other keeps, else the objects whole (None). The service and pod kinds share the Pods' informer this way
+    (`pod_source` covers `pod`)."""
+    if a is None or b is None:
+        return None
+    if a is b or _covers(a, b):
+        return a
+    return b if _covers(b, a) else None
+
+
+@functools.cache
+def with_annotations(projection: Projection) -> Projection:
+    """`projection` keeping every annotation of the object but kubectl's last-applied one: what
+    `--annotation-filter` may read of a kind's own objects (`pod` keeps external-dns's alone)."""
+    if projection in _ALL_ANNOTATIONS:
+        return projection
+
+    def project(obj: Obj) -> Obj:
+        out = projection(obj)
+        meta = obj.get("metadata")
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        if isinstance(annotations, dict) and isinstance(out.get("metadata"), dict):
+            kept = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+            if kept:
+                out["metadata"]["annotations"] = kept
+        return out
+
+    _COVERS[project] = frozenset({projection, *_COVERS.get(projection, ())})
+    slim_json.alias(project, projection)  # it reads the fields `projection` reads
+    return project

@@ -70,8 +70,9 @@ def _split(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def _node_inputs(node: Obj | None) -> tuple[list[Any], Any] | None:
-    """What a translation reads of a Node: its addresses and whether it is unschedulable."""
+def node_inputs(node: Obj | None) -> tuple[list[Any], Any] | None:
+    """What a translation reads of a Node: its addresses and whether it is unschedulable (the service and
+    pod kinds: a Node change that keeps these, a heartbeat, re-translates nothing)."""
     return (
         None if node is None else (get_list(node, "status", "addresses"), get(node, "spec", "unschedulable"))
     )
@@ -191,7 +192,7 @@ class ServiceInputs:
     def set_node(self, name: str, old: Obj | None, new: Obj | None) -> set[str]:
         """A Node changed. Only its existence, addresses and spec.unschedulable are read, so heartbeats touch
         nothing."""
-        if old is not None and new is not None and _node_inputs(old) == _node_inputs(new):
+        if old is not None and new is not None and node_inputs(old) == node_inputs(new):
             return set()
         return set(self._node_dependents)
 

@@ -1,4 +1,6 @@
-"""The service source's options and flags (external-dns's names and defaults), read by sources.service."""
+"""The service source's options and flags (external-dns's names and defaults), read by sources.service and,
+for `--expose-internal-ipv6` and `--exclude-unschedulable`, by the node kind (sources.node), which shares
+the group as external-dns's two sources share the flags."""
 
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ class ServiceOptions:
     publish_host_ip: bool = False
     # --always-publish-not-ready-addresses: as if every headless Service set publishNotReadyAddresses.
     always_publish_not_ready_addresses: bool = False
-    # --expose-internal-ipv6: NodePort Services and headless `endpoints-type: NodeExternalIP` add the
-    # nodes' IPv6 InternalIPs to their ExternalIPs.
+    # --expose-internal-ipv6: Nodes (the node kind), NodePort Services and headless `endpoints-type:
+    # NodeExternalIP` add the nodes' IPv6 InternalIPs to their ExternalIPs.
     expose_internal_ipv6: bool = False
-    # --exclude-unschedulable: NodePort Services leave out nodes with spec.unschedulable.
+    # --exclude-unschedulable: the node kind and NodePort Services leave out nodes with spec.unschedulable.
     exclude_unschedulable: bool = True
     # --service-type-filter (repeatable): only Services of these types; empty means all.
     service_types: tuple[str, ...] = ()
@@ -45,7 +47,7 @@ class ServiceOptions:
 
 FLAGS = FlagGroup(
     "service",
-    "service source (--source=service)",
+    "service and node sources (--source=service, --source=node)",
     ServiceOptions,
     (
         mirrored(
@@ -56,10 +58,14 @@ FLAGS = FlagGroup(
         ),
         mirrored(
             "expose_internal_ipv6",
-            "NodePort and NodeExternalIP services also publish the nodes' internal IPv6 addresses",
+            "nodes, NodePort and NodeExternalIP services also publish the nodes' internal IPv6 addresses",
             switch=True,
         ),
-        mirrored("exclude_unschedulable", "NodePort services leave out unschedulable nodes", switch=True),
+        mirrored(
+            "exclude_unschedulable",
+            "the node source and NodePort services leave out unschedulable nodes",
+            switch=True,
+        ),
         mirrored(
             "service_types",
             "only read services of these types: ClusterIP, NodePort, LoadBalancer, ExternalName "

@@ -14,7 +14,17 @@ from typing import Any
 
 from shardsync.flags import FlagGroup
 from shardsync.objects import ObjectRef
-from shardsync.sources import common, crd, gateway, ingress, istio_gateway, istio_virtualservice, service
+from shardsync.sources import (
+    common,
+    crd,
+    gateway,
+    ingress,
+    istio_gateway,
+    istio_virtualservice,
+    node,
+    pod,
+    service,
+)
 from shardsync.sources.kind import SourceKind
 
 SOURCES: dict[str, SourceKind[Any]] = {
@@ -26,6 +36,8 @@ SOURCES: dict[str, SourceKind[Any]] = {
         *gateway.KINDS,
         istio_gateway.KIND,
         istio_virtualservice.KIND,
+        node.KIND,
+        pod.KIND,
     )
 }
 
@@ -42,14 +54,16 @@ def flag_groups(table: Mapping[str, SourceKind[Any]] = SOURCES) -> tuple[FlagGro
 
 
 def event_ref(resource: str, table: Mapping[str, SourceKind[Any]] = SOURCES) -> ObjectRef | None:
-    """The object an endpoint's `resource` label (`<kind>/<namespace>/<name>`) names, to post an Event on;
-    None when the label is not of that form. A kind no source in the table writes (an endpoint of another
-    external-dns source) is taken for a core `v1` object of that kind."""
-    if resource.count("/") != 2:
+    """The object an endpoint's `resource` label (`<kind>/<namespace>/<name>`, or `<kind>/<name>` for a
+    cluster-scoped kind's object: `node/<name>`) names, to post an Event on; None when the label is not of
+    that form. A kind no source in the table writes (an endpoint of another external-dns source) is taken
+    for a core `v1` object of that kind."""
+    parts = resource.split("/")
+    if len(parts) not in (2, 3):
         return None
-    resource_kind, namespace, name = resource.split("/")
+    resource_kind, namespace, name = parts[0], parts[1] if len(parts) == 3 else "", parts[-1]
     for kind in table.values():
-        if kind.resource_kind == resource_kind:
+        if kind.resource_kind == resource_kind and kind.resource.namespaced == bool(namespace):
             return ObjectRef(
                 kind.resource.kind,
                 namespace,
@@ -57,4 +71,4 @@ def event_ref(resource: str, table: Mapping[str, SourceKind[Any]] = SOURCES) -> 
                 api_version=kind.resource.api_version,
                 resource_kind=resource_kind,
             )
-    return ObjectRef(resource_kind, namespace, name, resource_kind=resource_kind)
+    return ObjectRef(resource_kind, namespace, name, resource_kind=resource_kind) if namespace else None

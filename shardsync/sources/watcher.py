@@ -63,16 +63,16 @@ from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.gate import ObjectGate
-from shardsync.sources.kind import SourceContext, SourceKind, Translator, chosen
+from shardsync.sources.kind import Names, SourceContext, SourceKind, Translator, chosen
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.problems import ProblemReports
-from shardsync.sources.projections import Projection
+from shardsync.sources.projections import Projection, covering
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.ptr import desired_key as ptr_key
 from shardsync.sources.result import INVALID_REASON as INVALID_REASON  # its old home: tests import it here
 from shardsync.sources.result import NOT_YET, Problem
 from shardsync.sources.served import crd_name, run_when_served
-from shardsync.sources.shard_cache import ShardCaches
+from shardsync.sources.shard_cache import ShardCaches, kept_while_read
 from shardsync.sources.table import SOURCES
 
 log = get_logger(__name__)
@@ -115,6 +115,7 @@ class _Source:
     pending: dict[str, None] = field(default_factory=dict)  # cache keys to translate (ordered)
     ready: bool = False  # every informer it reads has listed
     keeps_read: bool = False  # some related resource is kept only while read (`Translator.admits`)
+    names: Names | None = None  # its names function (`SourceKind.names_for` its options)
 
 
 def _count_error(exc: KubeError) -> None:
@@ -172,15 +173,9 @@ class SourceWatcher:
             self._add(kind)
         # A sharded replica keeps of a related resource read only by key, and by one kind, only what that
         # kind's translator reads (the Pods of its own Services), listing it after the kind's own objects.
-        self._read_only: dict[Resource, _Source] = {
-            r: readers[0]
-            for r, readers in self._readers.items()
-            if options.shard_hint_wait > 0
-            and self._ptr is None
-            and len(readers) == 1
-            and readers[0].kind.evictable
-            and r in readers[0].kind.read_by_key
-        }
+        readers = {r: [s.kind for s in sources] for r, sources in self._readers.items()}
+        read_only = kept_while_read(readers) if options.shard_hint_wait > 0 and self._ptr is None else {}
+        self._read_only: dict[Resource, _Source] = {r: self._sources[n] for r, n in read_only.items()}
         for source in self._read_only.values():
             source.keeps_read = True
         # Per-shard state (sources.shard_cache): what a sharded replica keeps only for the zones it runs.
@@ -190,6 +185,8 @@ class SourceWatcher:
             {n: (s.kind, self._informers[s.kind.resource]) for n, s in self._sources.items()},
             self._queue,
             lambda name, key: self._sources[name].translator.forget(key),
+            report=self._on_change,
+            names={n: s.names for n, s in self._sources.items()},
         )
 
     def _add(self, kind: SourceKind[Any]) -> None:
@@ -207,7 +204,7 @@ class SourceWatcher:
             ),
             retranslate=partial(self._queue, kind.name),
         )
-        source = _Source(kind, kind.start(context))
+        source = _Source(kind, kind.start(context), names=kind.names_for(context.options))
         self._sources[kind.name] = source
         for resource in kind.watches:
             self._readers.setdefault(resource, []).append(source)
@@ -225,15 +222,14 @@ class SourceWatcher:
                 )
             else:
                 informer = self._informers[resource]
-                if informer.project is not self._projection(kind, resource):
-                    # Kinds that keep different parts of one resource: keep it whole (each finds what it
-                    # reads).
-                    informer.project = None
+                # Kinds that keep different parts of one resource: what keeps both parts, else it whole.
+                informer.project = covering(informer.project, self._projection(kind, resource))
                 if not kind.packs(resource):
                     informer.unpack()  # this kind reads it whole
 
     def _projection(self, kind: SourceKind[Any], resource: Resource) -> Projection | None:
-        return kind.projection(resource, self.options.common.template is not None)
+        filtered = not self.options.objects.annotations.empty()  # --annotation-filter reads any annotation
+        return kind.projection(resource, self.options.common.template is not None, filtered)
 
     def _cache(self, resource: Resource) -> Mapping[str, Obj]:
         return self._informers[resource].cache
@@ -287,7 +283,7 @@ class SourceWatcher:
                 waiting = [s.kind for s in self._readers[resource] if s.kind.crd is not None]
                 owners = [s for s in self._readers[resource] if s.kind.resource == resource]
                 if resource in self._read_only:
-                    tg.start_soon(self._stream_read, informer, self._read_only[resource])
+                    tg.start_soon(self._stream_read, informer, self._read_only[resource], owners)
                 elif self.options.shard_hint_wait > 0 and owners and all(s.kind.evictable for s in owners):
                     tg.start_soon(self._stream, informer, owners, waiting)
                 elif waiting:
@@ -324,18 +320,21 @@ class SourceWatcher:
         for source in owners:
             source.ready = not source.keeps_read  # else once its inputs are listed too (_await_listed)
         informer.on_page = self.flush
-        if self._ptr is None and len(owners) == 1:  # PTR records need every object's addresses
+        if self._ptr is None and len(self._readers[informer.resource]) == 1:  # PTR, other readers: all
             informer.admit = self._shard.admitter(owners[0].kind.name, self.options.common)
         if waiting:  # a CRD's objects: once it is served
             await self._when_served(informer, waiting)
         else:
             await informer.run()
 
-    async def _stream_read(self, informer: Informer, source: _Source) -> None:
+    async def _stream_read(self, informer: Informer, source: _Source, owners: list[_Source]) -> None:
         """A related resource kept only while read: listed once the kind's own objects are (each already
-        registered what it reads, `Translator.listed`), keeping what `Translator.admits`."""
-        await self._informers[source.kind.resource].synced.wait()
-        self._shard.keep_read(informer, partial(source.translator.admits, informer.resource))
+        registered what it reads, `Translator.listed`), keeping what `Translator.admits` (and, when an
+        evictable kind owns it, what that kind's `admitter` admits, once its other inputs have listed)."""
+        for resource in (source.kind.resource, *(r for owner in owners for r in owner.kind.related)):
+            await self._informers[resource].synced.wait()
+        own = self._shard.admitter(owners[0].kind.name, self.options.common) if owners else None
+        self._shard.keep_read(informer, partial(source.translator.admits, informer.resource), own)
         await informer.run()
 
     async def _translate_loop(self) -> None:

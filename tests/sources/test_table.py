@@ -12,7 +12,7 @@ import pytest
 from shardsync import config
 from shardsync.flags import ConfigError
 from shardsync.objects import ObjectRef
-from shardsync.sources import crd, gateway, ingress, istio, service
+from shardsync.sources import crd, gateway, ingress, istio, node, pod, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext
 from shardsync.sources.table import COMMON, SOURCES, event_ref, flag_groups
@@ -20,6 +20,7 @@ from shardsync.sources.table import COMMON, SOURCES, event_ref, flag_groups
 from .fake_kube import FakeKube
 from .objects import dnsendpoint
 from .objects import ingress as ingress_obj
+from .objects import pod as pod_obj
 from .objects import service as service_obj
 
 HOSTNAME = "external-dns.kubernetes.io/hostname"
@@ -35,7 +36,16 @@ SAMPLES: dict[str, dict[str, Any]] = {
     ),
     "istio-gateway": {"metadata": META, "spec": {"servers": [{"hosts": ["g.ex.com", "ns/z..ex.com"]}]}},
     "istio-virtualservice": {"metadata": META, "spec": {"hosts": ["v.ex.com", "w..ex.com"]}},
+    # A Node named as a DNS name with a TTL annotation that is no TTL; a Pod with a name that is no DNS name.
+    "node": {
+        "metadata": {"name": "n1.ex.com", "annotations": {"external-dns.kubernetes.io/ttl": "soon"}},
+        "status": {"addresses": [{"type": "ExternalIP", "address": "192.0.2.7"}]},
+    },
+    "pod": pod_obj(
+        "web-0", annotations={"external-dns.kubernetes.io/internal-hostname": "p.ex.com,bad..ex.com"}
+    ),
 }
+SAMPLES["pod"]["status"]["podIP"] = "10.0.0.7"
 
 
 def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
@@ -50,6 +60,8 @@ def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
         "gateway-udproute",
         "istio-gateway",
         "istio-virtualservice",
+        "node",
+        "pod",
     ]
     assert [kind.name for kind in SOURCES.values()] == list(SOURCES)
     assert tuple(SOURCES) == config.SOURCES
@@ -74,6 +86,8 @@ def test_one_line_per_kind_and_the_source_flag_offers_exactly_them() -> None:
         "gateway",
         "virtualservice",
     ]
+    assert SOURCES["node"].watches == (service.NODES,)
+    assert SOURCES["pod"].watches == (service.PODS, service.NODES)
 
 
 @pytest.mark.parametrize("name", list(SAMPLES))
@@ -99,8 +113,11 @@ def test_a_kinds_translator_labels_and_refers_to_its_objects_as_the_table_says(n
             "virtualservice/a/vs",
             ObjectRef("VirtualService", "a", "vs", "", "networking.istio.io/v1", "virtualservice"),
         ),
-        ("pod/default/p", ObjectRef("pod", "default", "p", "", "v1", "pod")),  # no source of ours: as before
+        ("pod/default/p", ObjectRef("Pod", "default", "p", "", "v1", "pod")),
+        ("node/n1.ex.com", ObjectRef("Node", "", "n1.ex.com", "", "v1", "node")),  # cluster-scoped
+        ("httpproxy/ns/p", ObjectRef("httpproxy", "ns", "p", "", "v1", "httpproxy")),  # no source of ours
         ("service/web", None),
+        ("node/ns/n1", ObjectRef("node", "ns", "n1", "", "v1", "node")),  # a Node has no namespace
         ("a/b/c/d", None),
         ("", None),
     ],
@@ -111,10 +128,12 @@ def test_event_ref_of_a_resource_label(label: str, want: ObjectRef | None) -> No
 
 def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> None:
     twin = dataclasses.replace(SOURCES["ingress"], name="ingress-twin")
-    expected = (COMMON, service.FLAGS, ingress.FLAGS, gateway.FLAGS)  # the five gateway kinds share one
+    # The five gateway kinds share one group; the node kind shares the service kind's.
+    expected = (COMMON, service.FLAGS, ingress.FLAGS, gateway.FLAGS, pod.FLAGS)
     assert flag_groups({**SOURCES, twin.name: twin}) == expected
     groups = config.flag_groups()
-    assert groups[-4:] == expected
+    assert groups[-5:] == expected
+    assert node.KIND.flags is service.FLAGS
     assert [g.name for g in groups[: -len(flag_groups())]] == [
         "core",
         "aws",
