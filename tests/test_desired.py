@@ -197,3 +197,15 @@ def test_an_object_indexed_already_is_left_untranslated_only_when_nothing_of_it_
     idx.swept(sweep, ["service/ns/z"])
     idx.set_object("service/ns/z", [a("z.b.com")])
     assert idx.ready("b.com") and idx.desired("b.com") == [a("z.b.com")]
+
+
+def test_a_kinds_nameless_objects_are_left_out_when_they_publish_nothing() -> None:
+    idx = DesiredIndex(["a.com", "b.com"], restricted=True)
+    idx.expect(["a.com"])
+    assert not idx.defer("service/ns/e", [])  # a kind's nameless object may still need translating
+    assert idx.defer("pod/ns/e", [], unnamed=True)  # the pod kind's: it publishes nothing
+    idx.set_object("pod/ns/f", [a("f.b.com")])  # translated when it had names elsewhere
+    assert idx.defer("pod/ns/f", [], unnamed=True) and idx.zones_with_endpoints() == []
+    idx.set_object("pod/ns/g", [a("g.a.com")])
+    assert not idx.defer("pod/ns/g", [], unnamed=True)  # held here: only a translation takes it away
+    assert not idx.defer("pod/ns/h", ["h.nowhere.net"], unnamed=True)  # in no zone: translated, reported

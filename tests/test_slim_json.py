@@ -19,6 +19,8 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.objects import get, get_str_map, object_key
 from shardsync.sources import projections
 from shardsync.sources.annotations import hostnames_of
+from shardsync.sources.common import SourceOptions
+from shardsync.sources.pod import PodOptions, pod_names
 from shardsync.sources.service import PODS
 from tests.waits import eventually
 
@@ -77,13 +79,20 @@ pods = st.one_of(
                 annotations=annotation_maps,
                 deletionTimestamp=value,
                 uid=value,
+                creationTimestamp=value,
             ),
             json_value,
         ),
-        spec=st.one_of(some_of(hostname=value, nodeName=value, containers=json_value), json_value),
+        spec=st.one_of(
+            some_of(hostname=value, nodeName=value, hostNetwork=value, containers=json_value), json_value
+        ),
         status=st.one_of(
             some_of(
-                phase=value, hostIP=value, conditions=st.one_of(conditions, json_value), podIPs=json_value
+                phase=value,
+                hostIP=value,
+                podIP=value,
+                conditions=st.one_of(conditions, json_value),
+                podIPs=json_value,
             ),
             json_value,
         ),
@@ -106,6 +115,16 @@ def pod_reads(item: Any) -> list[tuple[str, Any]]:
         outcome(object_key, item),
         outcome(lambda o: get_str_map(o, "metadata", "labels"), item),
         outcome(projections.pod, item),
+    ]
+
+
+def pod_source_reads(item: Any) -> list[tuple[str, Any]]:
+    """What an informer of Pods for the pod kind reads: its key, the names that place it, the slim copy."""
+    names = pod_names(PodOptions(pod_source_domain="pods.ex.com", ignore_non_host_network_pods=True))
+    return [
+        outcome(object_key, item),
+        outcome(lambda o: names(o, SourceOptions()), item),
+        outcome(projections.pod_source, item),
     ]
 
 
@@ -154,6 +173,7 @@ services = st.one_of(
 )
 CASES = {
     "pods": (projections.pod, pods, pod_reads),
+    "pods for the pod kind": (projections.pod_source, pods, pod_source_reads),
     "services": (projections.service, services, service_reads),
 }
 

@@ -11,8 +11,9 @@ one whose `controller` annotation names another controller is skipped; the `ttl`
 `--annotation-filter` choose the Nodes, as for every kind (sources.filters). Endpoints carry
 `resource=node/<name>`, as external-dns labels them.
 
-A Node with no ExternalIP nor InternalIP publishes nothing and is reported; external-dns fails its whole
-source on it (every Node's records wait for the next sync).
+A Node with no ExternalIP nor InternalIP (one registering: the kubelet writes its addresses a moment
+after it creates it) publishes nothing until it has some; external-dns fails its whole source on it, and
+every Node's records wait for its next sync.
 
 `KIND` is the source kind `--source=node`. It shares the service kind's flags (`--expose-internal-ipv6`,
 `--exclude-unschedulable`, which external-dns also reads for NodePort Services): its options are a
@@ -63,12 +64,6 @@ def node_endpoints(
     if template is not None:
         names += [(name, FQDN_TEMPLATE_FIELD) for name in template.names(node, NODES.kind)]
     targets = list(parsed.targets) or node_targets(node, opts.expose_internal_ipv6)
-    if not targets:
-        if names:
-            problems.append(
-                Problem(ref, "status.addresses", "no ExternalIP or InternalIP address; no records published")
-            )
-        return out.result(problems)
     for name, field_path in names:
         out.add_targets(name, targets, field_path)
     return out.result(problems)

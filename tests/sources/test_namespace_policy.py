@@ -68,6 +68,9 @@ def test_the_filter_keeps_allowed_names_and_remembers_the_refused_until_the_obje
     policy.set_namespace("team-a", {})  # the annotation removed: nothing more
     kept, [problem] = policy.filter("service/team-a/web", ref, [ok])
     assert kept == [] and policy.refused("y.a.ex.com", "A")
+    # A cluster-scoped object (a Node, the node source) is the cluster admin's: no namespace restricts it.
+    node = ObjectRef("Node", "", "n1.b.ex.com", resource_kind="node")
+    assert policy.filter("node/n1.b.ex.com", node, [bad]) == ([bad], [])
 
 
 def namespace(name: str, allowed: str | None) -> dict[str, Any]:

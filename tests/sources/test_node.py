@@ -132,8 +132,8 @@ CASES = [
         {("node1", "A"): ("2.3.4.5",), ("node1", "AAAA"): ("2001:DB8::9",)},
         expose_internal_ipv6=False,
     ),
-    # external-dns fails its whole source here; shardsync reports the Node and publishes nothing for it.
-    Case("node with neither external nor internal IP returns no endpoints", n1(), {}, problems=1),
+    # external-dns fails its whole source here; shardsync publishes nothing for this Node alone.
+    Case("node with neither external nor internal IP returns no endpoints", n1(), {}),
     Case(
         "node with target annotation",
         [node("node1.example.org", (EXT, "1.2.3.4"), annotations={TARGET: "203.2.45.7"})],
@@ -369,13 +369,11 @@ def test_external_dns_node_cases(case: Case) -> None:
     assert ttls <= {case.ttl}
 
 
-def test_a_node_without_addresses_is_reported_on_the_node_not_the_source() -> None:
-    result = node_endpoints(node("bare"))
-    [problem] = result.problems
-    assert problem.field == "status.addresses" and "no records" in problem.message
-    assert problem.ref == ObjectRef("Node", "", "bare", "uid-bare", "v1", "node")
+def test_a_problem_in_a_node_names_the_node() -> None:
+    [problem] = node_endpoints(node("n1", (EXT, "192.0.2.1"), annotations={TTL: "soon"})).problems
+    assert problem.ref == ObjectRef("Node", "", "n1", "uid-n1", "v1", "node")
     # An Event about it names the Node, found again from the endpoints' resource label.
-    assert event_ref(problem.ref.resource) == ObjectRef("Node", "", "bare", "", "v1", "node")
+    assert event_ref(problem.ref.resource) == ObjectRef("Node", "", "n1", "", "v1", "node")
 
 
 def test_the_kind_watches_nodes_with_the_service_kinds_flags_and_slim_copies() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from shardsync import slim_json
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_endpoints
@@ -174,3 +175,38 @@ def test_only_equal_values_of_equal_types_are_shared() -> None:
     assert projections._shared({"p": 1}) is one
     odd = {"when": {1, 2}}  # not JSON: kept as it is
     assert projections._shared(odd) is odd and projections._shared({"when": {1, 2}}) is not odd
+
+
+def test_the_pod_kinds_copy_covers_the_service_kinds_so_one_informer_serves_both() -> None:
+    full = noisy(PODS["default/web-2"])
+    full["spec"]["hostNetwork"] = True
+    full["status"]["podIP"] = "10.1.0.2"
+    narrow, wide = projections.pod(full), projections.pod_source(full)
+    # Everything the service kind reads is there, as it keeps it; and what the pod kind reads besides.
+    assert all(wide[part][k] == v for part, fields in narrow.items() for k, v in fields.items())
+    assert wide["spec"]["hostNetwork"] is True and wide["status"]["podIP"] == "10.1.0.2"
+    assert {"uid", "creationTimestamp"} <= set(wide["metadata"]) and "hostNetwork" not in narrow["spec"]
+    cover = projections.covering
+    assert cover(projections.pod, projections.pod_source) is projections.pod_source
+    assert cover(projections.pod_source, projections.pod) is projections.pod_source
+    assert cover(projections.node, projections.node_source) is projections.node_source
+    assert cover(projections.pod, projections.without_bookkeeping) is projections.without_bookkeeping
+    assert cover(projections.pod, projections.node) is None  # neither keeps the other's: whole
+    assert cover(None, projections.pod) is None and cover(projections.pod, projections.pod) is projections.pod
+
+
+def test_with_annotations_keeps_every_annotation_for_the_annotation_filter() -> None:
+    full = noisy(PODS["default/web-2"])
+    kept = projections.with_annotations(projections.pod_source)(full)
+    assert kept["metadata"]["annotations"] == {
+        ALPHA + "target": "pod2.example.net",
+        "prometheus.io/scrape": "true",
+    }
+    assert projections.with_annotations(projections.pod_source) is projections.with_annotations(
+        projections.pod_source
+    )
+    assert projections.with_annotations(projections.service) is projections.service  # keeps them already
+    # It covers what it wraps, and is decoded to the same fields (shardsync.slim_json).
+    wrapped = projections.with_annotations(projections.pod_source)
+    assert projections.covering(projections.pod, wrapped) is wrapped
+    assert slim_json.decoder_for(wrapped) is slim_json.decoder_for(projections.pod_source) is not None

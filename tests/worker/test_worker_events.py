@@ -34,7 +34,7 @@ class Recording(EventRecorder):
 
 
 async def test_a_rejected_record_is_reported_on_its_source_object() -> None:
-    bad = {"bad-crd.ex.com", "bad-ingress.ex.com", "bad-pod.ex.com"}
+    bad = {"bad-crd.ex.com", "bad-ingress.ex.com", "bad-pod.ex.com", "bad-node.ex.com", "bad-vs.ex.com"}
     store = FakeStore(faults=Faults(fail_records=frozenset(bad)))
     store.add_zone(ZONE)
     desired = DesiredIndex([ZONE])
@@ -42,6 +42,8 @@ async def test_a_rejected_record_is_reported_on_its_source_object() -> None:
         ("crd/dns/records", "bad-crd"),
         ("ingress/web/app", "bad-ingress"),
         ("pod/default/p", "bad-pod"),
+        ("node/n1", "bad-node"),  # a cluster-scoped object: no namespace in its label
+        ("httpproxy/default/v", "bad-vs"),  # no source of ours: a core v1 object of that kind
         ("service/default/ok", "fine"),
     ):
         ep = Endpoint.new(f"{name}.ex.com", "A", ["192.0.2.1"], labels={RESOURCE_LABEL: resource})
@@ -52,11 +54,13 @@ async def test_a_rejected_record_is_reported_on_its_source_object() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(worker.run)
         worker.own(ZONE)
-        await eventually(lambda: len(events.recorded) == 3)
+        await eventually(lambda: len(events.recorded) == 5)
         tg.cancel_scope.cancel()
     assert {(ref.kind, ref.api_version, ref.namespace, ref.name) for ref, _ in events.recorded} == {
         ("DNSEndpoint", "externaldns.k8s.io/v1alpha1", "dns", "records"),
         ("Ingress", "networking.k8s.io/v1", "web", "app"),
-        ("pod", "v1", "default", "p"),
+        ("Pod", "v1", "default", "p"),
+        ("Node", "v1", "", "n1"),
+        ("httpproxy", "v1", "default", "v"),
     }
     assert {reason for _, reason in events.recorded} == {"DNSRecordRejected"}
