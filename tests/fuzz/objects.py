@@ -218,10 +218,64 @@ istio_virtualservice = st.fixed_dictionaries(
 
 generic = st.fixed_dictionaries({"metadata": metadata(), "spec": junk, "status": junk})
 
+node_address = st.one_of(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": maybe(st.sampled_from(["ExternalIP", "InternalIP", "Hostname", "x"])),
+            "address": maybe(st.one_of(ip, domain, text)),
+        },
+    ),
+    junk,
+)
+node = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("v1"),
+        "kind": st.just("Node"),
+        "metadata": metadata(),
+        "spec": maybe(st.fixed_dictionaries({}, optional={"unschedulable": maybe(st.booleans())})),
+        "status": maybe(
+            st.fixed_dictionaries({}, optional={"addresses": maybe(st.lists(node_address, max_size=4))})
+        ),
+    }
+)
+NODE_NAMES = ("n1", "n2")
+pod = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("v1"),
+        "kind": st.just("Pod"),
+        "metadata": metadata(),
+        "spec": maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "hostNetwork": maybe(st.booleans()),
+                    "nodeName": maybe(st.sampled_from([*NODE_NAMES, "gone"])),
+                },
+            )
+        ),
+        "status": maybe(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "podIP": maybe(st.one_of(ip, text)),
+                    "podIPs": maybe(
+                        st.lists(st.fixed_dictionaries({}, optional={"ip": maybe(ip)}), max_size=3)
+                    ),
+                },
+            )
+        ),
+    }
+)
+# The Nodes a translation may read (the pod kind's host-network Pods, the service kind's NodePorts).
+nodes = st.dictionaries(st.sampled_from(NODE_NAMES), node, max_size=2)
+
 SHAPES: dict[str, st.SearchStrategy[Any]] = {
     "service": service,
     "ingress": ingress,
     "crd": crd,
     "istio-gateway": istio_gateway,
     "istio-virtualservice": istio_virtualservice,
+    "node": node,
+    "pod": pod,
 }

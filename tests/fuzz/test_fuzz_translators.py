@@ -3,9 +3,10 @@ from tests/fuzz/objects.py or the generic one), through the gate every kind pass
 the namespace policy): for any object, however odd, translation returns endpoints that validate and
 problems (each a Warning Event in the watcher), never an exception.
 
-What this cannot prove: the related caches (EndpointSlices, Pods, Nodes) are empty here, so the headless
-and NodePort paths of the service kind see no addresses; tests/sources cover those with real objects. The
-Istio kinds, whose targets come from other objects, are fuzzed a second time with hostile Services,
+The Nodes cache holds hostile Nodes too (what the pod kind's host-network Pods and the service kind's
+NodePorts read). What this cannot prove: the other related caches (EndpointSlices, Pods) are empty here,
+so the headless paths of the service kind see no addresses; tests/sources cover those with real objects.
+The Istio kinds, whose targets come from other objects, are fuzzed a second time with hostile Services,
 Ingresses and Gateways in their caches, and with their translators told of those as related events."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.result import Problem, SourceResult
 from shardsync.sources.service import SERVICES
 from shardsync.sources.table import SOURCES
-from tests.fuzz.objects import SHAPES, generic, names_value
+from tests.fuzz.objects import SHAPES, generic, names_value, nodes
 from tests.fuzz.support import count, fuzzing
 from tests.sources.fake_kube import FakeKube
 
@@ -42,12 +43,12 @@ def test_every_translator_survives_hostile_objects(name: str) -> None:
     kind = SOURCES[name]
 
     @fuzzing("translators")
-    @given(obj=SHAPES.get(name, generic), allowed=st.none() | names_value)
-    def run(obj: dict[str, Any], allowed: str | None) -> None:
+    @given(obj=SHAPES.get(name, generic), allowed=st.none() | names_value, related=nodes)
+    def run(obj: dict[str, Any], allowed: str | None, related: dict[str, Any]) -> None:
         count(f"translator {name}")
         context = SourceContext(
             options=kind.default_options(),
-            cache=lambda resource: {},
+            cache=lambda resource: related if resource.plural == "nodes" else {},
             kube=FakeKube(),
             may_write=lambda: False,
             common=SourceOptions(),
