@@ -68,7 +68,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="KIND",
         help="--source of every replica (repeatable; default service and crd); a gateway-* kind also seeds "
-        "a Gateway and a route of that kind per zone, an istio-* kind Istio Gateways or VirtualServices",
+        "a Gateway and a route of that kind per zone, an istio-* kind Istio Gateways or VirtualServices, "
+        "node a Node per zone, pod a Node and a host-network Pod per zone",
     )
     sub = parser.add_subparsers(dest="local_action", metavar="ACTION")
     scale = sub.add_parser("scale", help="change the replica count of the running `shardsync local`")

@@ -38,7 +38,8 @@ class LocalOptions:
     termination_grace: float = 30.0
     start_timeout: float = 30.0
     replica_args: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ("service", "crd")  # --source of the replicas; gateway-*, istio-* seed more
+    # The replicas' --source values; gateway-*, istio-*, node and pod ones seed more.
+    sources: tuple[str, ...] = ("service", "crd")
     provider: str = "fake"  # the replicas' --provider: fake (its native API) or webhook (its webhook face)
     webhook_fence: bool = False  # the fake provider's webhook face speaks shardsync's fence extension
     # The API server keeps its objects in run_dir/apiserver-state across a restart (`restart_apiserver`).
@@ -113,14 +114,16 @@ def start(
         names = seed.seed_objects(kube, infra.zones, o.desired_per_zone)
         routes = seed.seed_gateway_routes(kube, infra.zones, o.sources)
         istio = seed.seed_istio(kube, infra.zones, o.sources)
+        hosts = seed.seed_nodes_and_pods(kube, infra.zones, o.sources)
         seed.set_replicas(kube, replicas)
     except KubeError as exc:
         raise SetupFailed(f"seeding the API server failed: {type(exc).__name__}: {exc}") from None
     gateway = f" + a Gateway with {routes} routes" if routes else ""
     gateway += f" + Istio objects for {istio} names" if istio else ""
+    gateway += f" + Nodes and Pods for {hosts} names" if hosts else ""
     say(
         f"seeded:         {len(infra.zones)} Services + {len(infra.zones)} DNSEndpoints{gateway} asking "
-        f"for {names + routes + istio} names, owner id {o.owner_id}; "
+        f"for {names + routes + istio + hosts} names, owner id {o.owner_id}; "
         f"StatefulSet {seed.STATEFULSET} replicas {replicas}"
     )
     return infra

@@ -17,6 +17,12 @@ istio-gateway, per zone a Gateway `gateway-<i>` selecting it and asking for `ist
 istio-virtualservice, one Gateway `shardsync-local` (host `*`) and per zone a VirtualService
 `virtualservice-<i>` through it asking for `virtualservice.<z>`.
 
+With the node or pod source chosen (`--source=node`, `--source=pod`): per zone a Node `node.<z>` (an
+ExternalIP and an IPv6 InternalIP), whose name the node source publishes, and with the pod source a
+host-network Pod `pod-<i>` on it asking for `pod.<z>` (its `hostname` annotation: the Node's ExternalIP) and
+`pod-internal.<z>` (`internal-hostname`: the Pod's IP). No kubelet runs here: the seeding writes their
+statuses.
+
 The StatefulSet `shardsync` never runs a pod here (the launcher runs the processes); it exists because a
 replica stopping on SIGTERM reads its StatefulSet's spec.replicas to tell a scale-down (drain) from a
 restart (park), so the launcher keeps spec.replicas equal to the replica count it wants.
@@ -39,7 +45,7 @@ from shardsync.sharding.membership import labels
 from shardsync.sources import gateway as gw
 from shardsync.sources import istio
 from shardsync.sources.crd import DNS_ENDPOINTS
-from shardsync.sources.service import SERVICES
+from shardsync.sources.service import NODES, PODS, SERVICES
 
 NAMESPACE = "default"
 STATEFULSET = "shardsync"
@@ -269,6 +275,55 @@ def seed_istio(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str])
         spec = {"selector": INGRESS_GATEWAY_SELECTOR, "servers": [{"hosts": ["*"]}]}
         kube.create(gateways, istio_object("Gateway", GATEWAY, spec), namespace=NAMESPACE)
     return len(chosen) * len(zones)
+
+
+def node_object(index: int, zone: str) -> Obj:
+    addresses = [
+        {"type": "ExternalIP", "address": address(100_000 + index)},
+        {"type": "InternalIP", "address": f"fd00:5eed::{index + 1:x}"},
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node.{zone}", "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
+        "status": {"addresses": addresses},
+    }
+
+
+def pod_object(index: int, zone: str) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"pod-{index:04d}",
+            "labels": {"app.kubernetes.io/part-of": "shardsync-local"},
+            "annotations": {
+                HOSTNAME_ANNOTATION: f"pod.{zone}",
+                "external-dns.alpha.kubernetes.io/internal-hostname": f"pod-internal.{zone}",
+            },
+        },
+        "spec": {
+            "nodeName": f"node.{zone}",
+            "hostNetwork": True,
+            "containers": [{"name": "pod", "image": "shardsync:local"}],
+        },
+        "status": {"phase": "Running", "podIP": address(110_000 + index)},
+    }
+
+
+def seed_nodes_and_pods(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str]) -> int:
+    """With the node or pod source chosen, a Node per zone, and with the pod source a host-network Pod on
+    it; returns how many names they ask for (0, and nothing created, when neither kind is chosen)."""
+    chosen = {"node", "pod"} & set(sources)
+    if not chosen:
+        return 0
+    for index, zone in enumerate(zones):
+        node = node_object(index, zone)
+        kube.create(NODES, node)
+        kube.patch(NODES, node["metadata"]["name"], {"status": node["status"]}, subresource="status")
+        if "pod" in chosen:
+            _create_with_status(kube, PODS, pod_object(index, zone))
+    return len(zones) * (("node" in chosen) + 2 * ("pod" in chosen))
 
 
 def seed_one(kube: BlockingKube, index: int, zone: str, per_zone: int) -> None:

@@ -26,7 +26,9 @@ from shardsync.sources import istio
 from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints
 from shardsync.sources.istio_gateway import gateway_endpoints
 from shardsync.sources.istio_virtualservice import virtualservice_endpoints
-from shardsync.sources.service import SERVICES, service_endpoints
+from shardsync.sources.node import node_endpoints
+from shardsync.sources.pod import pod_endpoints
+from shardsync.sources.service import NODES, PODS, SERVICES, service_endpoints
 from tests.waits import eventually_sync
 
 ZONES = ["zone-0000.example", "zone-0001.example", "zone-0002.example"]
@@ -91,6 +93,23 @@ def test_istio_sources_seed_gateways_and_virtualservices_in_every_zone(apiserver
     address = seed.address((1 << 17) - 2)
     kinds = ("istio-gateway", "virtualservice")
     assert names == {(f"{k}.{zone}", (address,)) for k in kinds for zone in ZONES}
+
+
+def test_node_and_pod_sources_seed_a_node_and_a_host_network_pod_in_every_zone(apiserver: ApiServer) -> None:
+    kube = BlockingKube(apiserver.api_client())
+    assert seed.seed_nodes_and_pods(kube, ZONES, ["service", "crd"]) == 0  # neither kind: nothing
+    assert seed.seed_nodes_and_pods(kube, ZONES, ["node", "pod"]) == 3 * len(ZONES)
+    nodes = {object_key(o): o for o in kube.list(NODES)["items"]}
+    names = set()
+    for obj in nodes.values():
+        names |= {(e.dns_name, e.record_type) for e in node_endpoints(obj).endpoints}
+    for obj in kube.list(PODS, namespace=seed.NAMESPACE)["items"]:
+        result = pod_endpoints(obj, nodes)
+        assert result.problems == []
+        names |= {(e.dns_name, e.record_type) for e in result.endpoints}
+    want = {(f"{kind}.{zone}", "A") for kind in ("node", "pod", "pod-internal") for zone in ZONES}
+    want |= {(f"pod.{zone}", "AAAA") for zone in ZONES}  # a host-network Pod takes its Node's IPv6 InternalIP
+    assert names == want  # the statuses were written: every record has its address
 
 
 def test_statefulset_is_created_then_scaled(apiserver: ApiServer) -> None:
