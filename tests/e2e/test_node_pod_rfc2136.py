@@ -24,6 +24,7 @@ from kubernetes import client as k8s
 from shardsync.local.apiserver import ApiServer
 from tests.dnsservers import BindServer, DnsTestServer, require
 from tests.e2e.test_replica_rfc2136 import OWNER, start_replica
+from tests.kubeclient import raw_body
 from tests.processes import Processes
 from tests.waits import eventually_sync
 
@@ -53,7 +54,7 @@ def create_node(core: k8s.CoreV1Api, name: str, *addresses: tuple[str, str], **a
     body: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
     if annotations:
         body["metadata"]["annotations"] = annotations
-    core.create_node(body)
+    core.create_node(raw_body(k8s.V1Node, body))
     set_addresses(core, name, *addresses)
 
 
@@ -107,16 +108,13 @@ def test_pods_reach_bind_with_their_nodes_addresses_their_own_and_ownership(
 ) -> None:
     core = k8s.CoreV1Api(apiserver.api_client())
     create_node(core, "worker-1", ("ExternalIP", "192.0.2.60"), ("InternalIP", "2001:db8::60"))
-    core.create_namespaced_pod(
-        "default", pod("edge", "worker-1", **{HOSTNAME: f"edge.{PODS}", INTERNAL: f"edge-internal.{PODS}"})
-    )
-    core.patch_namespaced_pod_status(
-        "edge", "default", {"status": {"phase": "Running", "podIP": "10.0.0.60"}}
-    )
-    core.create_namespaced_pod(
-        "default", pod("alias", "worker-1", **{HOSTNAME: f"alias.{PODS}", TARGET: "edge.example.net"})
-    )
-    core.create_namespaced_pod("default", pod("plain", "worker-1"))  # no names: publishes nothing
+    edge = pod("edge", "worker-1", **{HOSTNAME: f"edge.{PODS}", INTERNAL: f"edge-internal.{PODS}"})
+    alias = pod("alias", "worker-1", **{HOSTNAME: f"alias.{PODS}", TARGET: "edge.example.net"})
+    plain = pod("plain", "worker-1")  # no names: publishes nothing
+    for body in (edge, alias, plain):
+        core.create_namespaced_pod("default", raw_body(k8s.V1Pod, body))
+    running = {"status": {"phase": "Running", "podIP": "10.0.0.60"}}
+    core.patch_namespaced_pod_status("edge", "default", running)
     replica = start_replica(apiserver, dns_server, procs, tmp_path, "--source=pod", zones=(PODS,))
 
     eventually_sync(lambda: dns_server.texts(f"edge.{PODS}", "A") == {"192.0.2.60"}, within=30)

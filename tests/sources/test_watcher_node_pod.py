@@ -13,7 +13,7 @@ from shardsync.local.apiserver import ApiServer
 from shardsync.sources.result import INVALID_REASON
 from shardsync.sources.watcher import WatchOptions
 
-from .watching import HOSTNAME, ZONE, blocking, node_status, until, watching
+from .watching import HOSTNAME, ZONE, Records, blocking, node_status, until, watching
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +35,7 @@ async def test_node_records_follow_addresses_and_schedulability_and_problems_are
         internal = node_status(("InternalIP", "10.0.0.2"))
         internal["status"]["addresses"].append({"type": "InternalIP", "address": "2001:db8::2"})
         await blocking(h.core.replace_node_status, f"n2.{ZONE}", {**node(f"n2.{ZONE}"), **internal})
-        both = {
+        both: Records = {
             (f"n1.{ZONE}", "A"): ("192.0.2.1",),
             (f"n2.{ZONE}", "A"): ("10.0.0.2",),  # no ExternalIP: its InternalIPs
             (f"n2.{ZONE}", "AAAA"): ("2001:db8::2",),
