@@ -55,6 +55,7 @@ class Profile:
     scale_dns_endpoints: int = 5_000
     scale_zones: int = 2_000
     memory_repeats: int = 3  # runs per N; the median's sync CPU is reported (memory_at_scale.combine)
+    scale_pod_source_replicas: tuple[int, ...] = (1,)  # memory_at_scale's runs with --source=pod too
     # provider_budget: Z zones x R records under one account limit (fake --profile route53), replicas
     # 1, 2, 4 in turn; at each, `budget_events` changes at `budget_event_rate`/s in the steady state
     budget_replicas: tuple[int, ...] = (1, 2, 4)

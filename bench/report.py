@@ -297,8 +297,22 @@ def _memory_at_scale(s: Mapping[str, Any]) -> str:
     return (
         f"memory_at_scale: {s.get('services')} Services, {s.get('pods')} Pods, {s.get('nodes')} Nodes, "
         f"{s.get('dns_endpoints')} DNSEndpoints over {s.get('zones')} zones (anchor: external-dns "
-        f"{anchor.get('peak_rss_mib')} MiB at {anchor.get('pods')} Pods)\n{table}"
+        f"{anchor.get('peak_rss_mib')} MiB at {anchor.get('pods')} Pods)\n{table}{_pod_source(s)}"
     )
+
+
+def _pod_source(s: Mapping[str, Any]) -> str:
+    """memory_at_scale's runs with --source=pod too, one line per N."""
+    lines = []
+    for key, r in sorted(s.get("pod_source", {}).get("runs", {}).items(), key=lambda kv: int(kv[0])):
+        if "error" in r:
+            lines.append(f"  N={key} with --source=pod: FAILED {str(r['error'])[:80]}")
+        else:
+            lines.append(
+                f"  N={key} with --source=pod: peak {r['peak_rss_mib']} MiB/replica "
+                f"(x{_fmt(r.get('peak_vs_without'), '.3f')} of without), sync CPU {_cpu_with_spread(r)} s"
+            )
+    return "".join("\n" + line for line in lines)
 
 
 def _cpu_with_spread(r: Mapping[str, Any]) -> str:

@@ -11,6 +11,12 @@ time on a fresh cluster, and the median run is reported (`combine`). The baselin
 cluster with the same zones and no source objects, measured the same way (`baseline_mib`: interpreter,
 libraries, the zone list). External-dns's published figure (290 MiB at 8,209 Pods, external-dns#1030's
 neighbourhood) is printed beside as the anchor.
+
+`pod_source`: the same runs, fresh clusters of the same objects, with the replicas also running the pod
+source (`--source=pod`, beside service and crd), for N in `scale_pod_source_replicas`: the Pods are then
+one informer's objects for two kinds (sources.watcher). The seeded Pods carry no hostname annotation (they
+publish nothing themselves), so the figure is what reading them as a source costs; `peak_vs_without` is
+its peak RSS over the same N's without it.
 """
 
 from __future__ import annotations
@@ -42,11 +48,16 @@ def sizes(ctx: Context) -> Sizes:
     return Sizes(p.scale_services, p.scale_pods, p.scale_nodes, p.scale_dns_endpoints, p.scale_zones)
 
 
-def _run(ctx: Context, name: str, replicas: int, objects: Sizes | None) -> dict[str, Any]:
+POD_SOURCE = ("--source=pod",)  # beside the launcher's service and crd
+
+
+def _run(
+    ctx: Context, name: str, replicas: int, objects: Sizes | None, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """One cluster: seed (unless `objects` is None), open the zones, start the replicas, converge, steady."""
     p = ctx.profile
     zones = p.scale_zones
-    flags = replica_flags(p, sharded=True, interval=INTERVAL)
+    flags = replica_flags(p, sharded=True, interval=INTERVAL, extra=extra)
     cluster = Cluster(ctx.cluster_dir(name), cluster_spec(p, flags))
     try:
         cluster.start()
@@ -121,17 +132,10 @@ def run(ctx: Context) -> dict[str, Any]:
         baseline = base_cpu = None
         result["baseline"] = error_result(exc)
     for replicas in p.memory_replicas:
-        name = f"memory_at_scale/{replicas}"
-        try:
-            entry = combine(
-                [
-                    _run(ctx, name if p.memory_repeats == 1 else f"{name}/{i + 1}", replicas, objects)
-                    for i in range(p.memory_repeats)
-                ]
-            )
-        except ScenarioError as exc:
-            ctx.progress.step(f"{replicas}: FAILED: {exc}")
-            result["runs"][str(replicas)] = error_result(exc)
+        entry = _runs(ctx, f"memory_at_scale/{replicas}", replicas, objects)
+        if "error" in entry:
+            ctx.progress.step(f"{replicas}: FAILED: {entry['error']}")
+            result["runs"][str(replicas)] = entry
             continue
         entry["baseline_mib"] = baseline
         entry["above_baseline_mib"] = rounded(entry["peak_rss_mib"] - baseline, 1) if baseline else None
@@ -147,7 +151,42 @@ def run(ctx: Context) -> dict[str, Any]:
             f"{entry['sync_cpu_seconds']} s summed"
         )
     derive(result)
+    result["pod_source"] = pod_source(ctx, objects, result["runs"])
     return result
+
+
+def _runs(
+    ctx: Context, name: str, replicas: int, objects: Sizes, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One N's figures over `memory_repeats` fresh clusters (`combine`), or the error that stopped them."""
+    p = ctx.profile
+    try:
+        return combine(
+            [
+                _run(ctx, name if p.memory_repeats == 1 else f"{name}/{i + 1}", replicas, objects, extra)
+                for i in range(p.memory_repeats)
+            ]
+        )
+    except ScenarioError as exc:
+        return error_result(exc)
+
+
+def pod_source(ctx: Context, objects: Sizes, without: dict[str, Any]) -> dict[str, Any]:
+    """The runs with the pod source too (see the module docstring), each beside the same N's without."""
+    runs: dict[str, Any] = {}
+    for replicas in ctx.profile.scale_pod_source_replicas:
+        entry = _runs(ctx, f"memory_at_scale/pod_source/{replicas}", replicas, objects, POD_SOURCE)
+        runs[str(replicas)] = entry
+        if "error" in entry:
+            ctx.progress.step(f"{replicas} with --source=pod: FAILED: {entry['error']}")
+            continue
+        base = without.get(str(replicas), {}).get("peak_rss_mib")
+        entry["peak_vs_without"] = round(entry["peak_rss_mib"] / base, 3) if base else None
+        ctx.progress.step(
+            f"{replicas} replica(s) with --source=pod: peak RSS {entry['peak_rss_mib']} MiB per replica "
+            f"({base} without), sync CPU {entry['sync_cpu_seconds']} s summed"
+        )
+    return {"sources": ["service", "crd", "pod"], "runs": runs}
 
 
 def combine(repeats: list[dict[str, Any]]) -> dict[str, Any]:

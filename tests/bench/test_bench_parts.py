@@ -307,6 +307,12 @@ def test_memory_at_scale_reports_the_median_run_with_the_largest_peak_and_every_
     assert result["runs"]["4"]["sync_cpu_above_baseline_vs_one"] == 1.122
     table = report._memory_at_scale(result)
     assert "14.6 (13.2-15.8)" in table and "1.46" in table and "1.12" in table
+    result["pod_source"] = {
+        "runs": {"1": run(11.0, 148.0) | {"peak_vs_without": 1.05}, "2": {"error": "E: x"}}
+    }
+    table = report._memory_at_scale(result)
+    assert "N=1 with --source=pod: peak 148.0 MiB/replica (x1.050 of without)" in table
+    assert "N=2 with --source=pod: FAILED E: x" in table
 
 
 def test_report_draws_beside_the_input_without_overwriting_its_files(

@@ -67,6 +67,7 @@ def test_smoke_profile_writes_every_key_and_no_overlap(tmp_path: Path) -> None:
     assert latest["memory"]["runs"]["1"]["max_mib"] > 0
     for field in ("peak_rss_mib", "baseline_mib", "sync_cpu_seconds"):
         assert latest["memory_at_scale"]["runs"]["1"][field] > 0, field
+    assert latest["memory_at_scale"]["pod_source"]["runs"]["1"]["peak_vs_without"] > 0
     assert latest["scaling"]["cpu_ms_per_reconcile"] > 0
     budget = latest["provider_budget"]
     for n in ("1", "2"):
