@@ -6,8 +6,10 @@ projection keeps `metadata.name`, `namespace` and `resourceVersion` (the informe
 them). What each keeps is what the translators in this package read, and nothing else:
 
 - Pods (headless and NodePort Services): labels (selectors), external-dns's annotations (`target`),
-  `deletionTimestamp`, `spec.hostname` / `nodeName`, `status.phase` / `hostIP` / `conditions` (readiness).
-- Nodes: `spec.unschedulable`, `status.addresses`.
+  `deletionTimestamp`, `spec.hostname` / `nodeName`, `status.phase` / `hostIP` / `conditions` (readiness);
+  for the pod kind also (`pod_source`) `uid`, `creationTimestamp`, `spec.hostNetwork`, `status.podIP`.
+- Nodes: `spec.unschedulable`, `status.addresses`; for the node kind also (`node_source`) labels,
+  external-dns's annotations, `uid`, `creationTimestamp`.
 - EndpointSlices: the `kubernetes.io/service-name` label, `addressType`, per endpoint its addresses, ready
   condition and targetRef.
 - A kind's own objects: everything but the bookkeeping nobody reads (`managedFields`, kubectl's
@@ -19,6 +21,10 @@ A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to ~1.4 KiB
 where the informer keeps them as JSON (shardsync.packed). In the caches kept parsed, what many objects
 repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small values (a
 Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
+
+When two kinds keep different parts of one resource, their one informer keeps the projection covering both
+(`covering`: `pod_source` covers `pod`, `node_source` covers `node`, `without_bookkeeping` any), else the
+objects whole; with `--annotation-filter` a kind's own objects keep every annotation (`with_annotations`).
 
 A projection may also say which fields it reads as a TypedDict (`PodFields`, `ServiceFields`): its
 informer then decodes list pages and watch lines to those fields alone (shardsync.slim_json), so the rest
