@@ -279,7 +279,7 @@ def seed_istio(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str])
 
 def node_object(index: int, zone: str) -> Obj:
     addresses = [
-        {"type": "ExternalIP", "address": address(100_000 + index)},
+        {"type": "ExternalIP", "address": address(120_000 + index)},
         {"type": "InternalIP", "address": f"fd00:5eed::{index + 1:x}"},
     ]
     return {
@@ -307,7 +307,7 @@ def pod_object(index: int, zone: str) -> Obj:
             "hostNetwork": True,
             "containers": [{"name": "pod", "image": "shardsync:local"}],
         },
-        "status": {"phase": "Running", "podIP": address(110_000 + index)},
+        "status": {"phase": "Running", "podIP": address(125_000 + index)},
     }
 
 

@@ -20,6 +20,7 @@ from shardsync.sources.pod import KIND, PodOptions, pod_endpoints, pod_names
 from shardsync.sources.projections import pod_source
 from shardsync.sources.service import NODES, PODS
 from tests.sources.fake_kube import FakeKube
+from tests.sources.objects import node
 
 HOSTNAME = "external-dns.kubernetes.io/hostname"
 INTERNAL = "external-dns.kubernetes.io/internal-hostname"
@@ -29,13 +30,6 @@ CONTROLLER = "external-dns.kubernetes.io/controller"
 EXT, INT = "ExternalIP", "InternalIP"
 
 Records = dict[tuple[str, str], tuple[str, ...]]
-
-
-def node(name: str, *addresses: tuple[str, str]) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "status": {"addresses": [{"type": t, "address": a} for t, a in addresses]},
-    }
 
 
 def pod(
@@ -93,6 +87,11 @@ class Case:
 IGNORE = PodOptions(ignore_non_host_network_pods=True)
 
 
+def on_node(i: int, annotations: dict[str, str]) -> dict[str, Any]:
+    """external-dns's usual `my-pod<i>`: on the host network of `my-node<i>`, IP 10.0.1.<i>."""
+    return pod(f"my-pod{i}", annotations, host_network=True, node_name=f"my-node{i}", pod_ip=f"10.0.1.{i}")
+
+
 def two_host_network_pods(
     annotations: dict[str, str], ips: tuple[str, str] = ("10.0.1.1", "10.0.1.2")
 ) -> list[dict[str, Any]]:
@@ -125,20 +124,8 @@ CASES = [
     Case(
         "create records based on pod's target annotation",
         [
-            pod(
-                "my-pod1",
-                {**BOTH, TARGET: "208.1.2.1"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            ),
-            pod(
-                "my-pod2",
-                {**BOTH, TARGET: "208.1.2.2"},
-                host_network=True,
-                node_name="my-node2",
-                pod_ip="10.0.1.2",
-            ),
+            on_node(1, {**BOTH, TARGET: "208.1.2.1"}),
+            on_node(2, {**BOTH, TARGET: "208.1.2.2"}),
         ],
         {
             ("a.foo.example.org", "A"): ("208.1.2.1", "208.1.2.2"),
@@ -149,20 +136,8 @@ CASES = [
     Case(
         "create multiple records",
         [
-            pod(
-                "my-pod1",
-                {HOSTNAME: "a.foo.example.org", TTL: "1h30m"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            ),
-            pod(
-                "my-pod2",
-                {HOSTNAME: "b.foo.example.org"},
-                host_network=True,
-                node_name="my-node2",
-                pod_ip="10.0.1.2",
-            ),
+            on_node(1, {HOSTNAME: "a.foo.example.org", TTL: "1h30m"}),
+            on_node(2, {HOSTNAME: "b.foo.example.org"}),
         ],
         {
             ("a.foo.example.org", "A"): ("54.10.11.1",),
@@ -179,7 +154,7 @@ CASES = [
     Case(
         "pods with hostNetwore=false should be ignored",
         [
-            pod("my-pod1", {**BOTH, TTL: "1s"}, host_network=True, node_name="my-node1", pod_ip="10.0.1.1"),
+            on_node(1, {**BOTH, TTL: "1s"}),
             pod("my-pod2", BOTH, host_network=False, node_name="my-node2", pod_ip="100.0.1.2"),
         ],
         {("a.foo.example.org", "A"): ("54.10.11.1",), ("internal.a.foo.example.org", "A"): ("10.0.1.1",)},
@@ -189,7 +164,7 @@ CASES = [
     Case(
         "only watch a given namespace",
         [
-            pod("my-pod1", BOTH, host_network=True, node_name="my-node1", pod_ip="10.0.1.1"),
+            on_node(1, BOTH),
             pod(
                 "my-pod2",
                 {**BOTH, TTL: "1s"},
@@ -205,15 +180,7 @@ CASES = [
     ),
     Case(
         "split record for internal hostname annotation",
-        [
-            pod(
-                "my-pod1",
-                {INTERNAL: "internal.a.foo.example.org,internal.b.foo.example.org"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            )
-        ],
+        [on_node(1, {INTERNAL: "internal.a.foo.example.org,internal.b.foo.example.org"})],
         {
             ("internal.a.foo.example.org", "A"): ("10.0.1.1",),
             ("internal.b.foo.example.org", "A"): ("10.0.1.1",),
@@ -260,20 +227,8 @@ CASES = [
     Case(
         "create records based on pod's target annotation with pod source domain",
         [
-            pod(
-                "my-pod1",
-                {**BOTH, TARGET: "208.1.2.1"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            ),
-            pod(
-                "my-pod2",
-                {**BOTH, TARGET: "208.1.2.2"},
-                host_network=True,
-                node_name="my-node2",
-                pod_ip="10.0.1.2",
-            ),
+            on_node(1, {**BOTH, TARGET: "208.1.2.1"}),
+            on_node(2, {**BOTH, TARGET: "208.1.2.2"}),
         ],
         {
             ("my-pod1.example.org", "A"): ("208.1.2.1",),
@@ -299,43 +254,19 @@ CASES = [
     ),
     Case(
         "provider-specific annotation is not supported and is ignored",
-        [
-            pod(
-                "my-pod1",
-                {HOSTNAME: "a.foo.example.org", "external-dns.kubernetes.io/aws-weight": "10"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            )
-        ],
+        [on_node(1, {HOSTNAME: "a.foo.example.org", "external-dns.kubernetes.io/aws-weight": "10"})],
         {("a.foo.example.org", "A"): ("54.10.11.1",)},
         options=IGNORE,
     ),
     Case(
         "our controller type is dns-controller",
-        [
-            pod(
-                "my-pod1",
-                {CONTROLLER: "dns-controller", HOSTNAME: "a.foo.example.org"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            )
-        ],
+        [on_node(1, {CONTROLLER: "dns-controller", HOSTNAME: "a.foo.example.org"})],
         {("a.foo.example.org", "A"): ("54.10.11.1",)},
         options=IGNORE,
     ),
     Case(
         "different controller types are ignored",
-        [
-            pod(
-                "my-pod1",
-                {CONTROLLER: "some-other-tool", HOSTNAME: "a.foo.example.org"},
-                host_network=True,
-                node_name="my-node1",
-                pod_ip="10.0.1.1",
-            )
-        ],
+        [on_node(1, {CONTROLLER: "some-other-tool", HOSTNAME: "a.foo.example.org"})],
         {},
         options=IGNORE,
     ),

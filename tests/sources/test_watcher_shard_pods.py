@@ -139,25 +139,12 @@ async def test_after_any_churn_both_kinds_records_are_those_of_a_replica_keeping
                 zone = rng.choice((ZONE, OTHER))
                 patch = {"metadata": {"annotations": {HOSTNAME: f"r{step}.{zone}", TARGET: "192.0.2.200"}}}
                 await blocking(h.core.patch_namespaced_pod, rng.choice(sorted(pods)), "default", patch)
-            elif op == "relabel" and pods:
-                patch = {"metadata": {"labels": {"app": rng.choice(apps)}}}
-                await blocking(h.core.patch_namespaced_pod, rng.choice(sorted(pods)), "default", patch)
-            elif op == "unpod" and pods:
-                name = rng.choice(sorted(pods))
-                pods.discard(name)
-                await blocking(h.core.delete_namespaced_pod, name, "default", grace_period_seconds=0)
+            elif op in ("relabel", "unpod"):
+                await h.churn_pod(op, pods, rng, apps)
             elif op == "zones":
                 held = set(rng.choice(([ZONE], [OTHER], [ZONE, OTHER])))
-                for zone in held:
-                    h.desired.keep(zone)
-                h.desired.expect(held)
-                for zone in {ZONE, OTHER} - held:
-                    h.desired.drop(zone)
+                h.hold(held)
         async with watching(apiserver, WatchOptions(sources=("service", "pod"))) as everything:
-
-            def agree() -> bool:
-                return all(h.desired.ready(z) and h.records(z) == everything.records(z) for z in held)
-
-            await eventually(agree)
+            await h.agrees_with(everything, held)
             firsts = {name[0] for z in held for name, _ in h.records(z)}
             assert "s" in firsts and firsts & {"p", "r"}  # records of Services and of Pods

@@ -8,6 +8,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from random import Random
 from typing import Any
 
 import anyio
@@ -161,6 +162,33 @@ class Harness:
 
     async def settle(self, expected: Records, zone: str = ZONE, within: float = 5.0) -> None:
         await eventually(lambda: self.records(zone) == expected, within=within)
+
+    def hold(self, zones: set[str]) -> None:
+        """A sharded replica's zones change to `zones` (of ZONE and OTHER), as its worker gains and drops
+        them."""
+        for zone in zones:
+            self.desired.keep(zone)
+        self.desired.expect(zones)
+        for zone in {ZONE, OTHER} - zones:
+            self.desired.drop(zone)
+
+    async def churn_pod(self, op: str, pods: set[str], rng: Random, apps: tuple[str, ...]) -> None:
+        """The churn tests' Pod steps: `relabel` one of `pods` to one of `apps`, or delete one (`unpod`)."""
+        if op == "relabel" and pods:
+            patch = {"metadata": {"labels": {"app": rng.choice(apps)}}}
+            await blocking(self.core.patch_namespaced_pod, rng.choice(sorted(pods)), "default", patch)
+        elif op == "unpod" and pods:
+            name = rng.choice(sorted(pods))
+            pods.discard(name)
+            await blocking(self.core.delete_namespaced_pod, name, "default", grace_period_seconds=0)
+
+    async def agrees_with(self, everything: Harness, zones: set[str]) -> None:
+        """Once quiet, the records of the zones held here are those of a watcher keeping everything."""
+
+        def agree() -> bool:
+            return all(self.desired.ready(z) and self.records(z) == everything.records(z) for z in zones)
+
+        await eventually(agree)
 
 
 @asynccontextmanager
