@@ -112,6 +112,9 @@ def _translate(
     parsed = ann.parse(get_str_map(pod, "metadata", "annotations"))
     if parsed.controller_mismatch:
         return SourceResult(), ""
+    names = parsed.hostnames or parsed.internal_hostnames or opts.pod_source_domain
+    if not names and not parsed.problems and common.template is None:
+        return SourceResult(), ""  # most Pods of a cluster: nothing to publish, nothing to build
     ref = ObjectRef.of(pod, PODS, "pod")
     out = EndpointSet(ref, created=get_str(pod, "metadata", "creationTimestamp"), ttl=parsed.ttl)
     problems = [Problem(ref, p.field, p.message) for p in parsed.problems]
