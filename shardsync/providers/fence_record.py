@@ -1,10 +1,12 @@
-"""The zone fence as a TXT record, for the cloud providers that keep it as one (aws, google, azure).
+"""The zone fence as a TXT record, for the providers that keep it as one in the zone (aws, azure, cloudflare,
+google, rfc2136, and pdns through rfc2136).
 
 The fence (design §2 rule 8) is the TXT record `_shardsync-fence.<zone>` (base.fence_record_name) holding
 one `FenceToken` as a quoted string, TTL 60 s. Each provider writes it in its own API's shape and swaps it
 by a compare-and-swap of its own; what the record holds is here, and `acquire_by_swap`, the rule of taking
 it: read it, return when it holds the token alone, refuse when another writer's token of the same or a newer
 generation is there, else swap what was read for the token, reading again when the swap lost a race.
+`refused_by_fence` is the one log line and error of a write the fence refused.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ Read = TypeVar("Read")
 
 
 class FenceMoved(Exception):
-    """The fence's compare-and-swap lost: the fence changed between its read and the write."""
+    """The fence's compare-and-swap lost: the fence changed between its read and the write (the message,
+    when there is one, is the API's answer)."""
 
 
 def fence_value(token: FenceToken) -> str:
@@ -61,8 +64,13 @@ async def acquire_by_swap(
             )
         try:
             await swap(current)
-        except FenceMoved:
-            log.info(f"{provider} fence moved while acquiring; reading again", zone=zone, attempt=attempt + 1)
+        except FenceMoved as exc:
+            log.info(
+                f"{provider} fence moved while acquiring; reading again",
+                zone=zone,
+                attempt=attempt + 1,
+                error=str(exc) or "-",
+            )
             continue
         log.info(
             f"{provider} fence acquired",
@@ -76,19 +84,33 @@ async def acquire_by_swap(
 
 
 def refused_by_fence(
-    log: KVLogger, provider: str, zone: str, fence: FenceToken, applied: int, total: int, error: Exception
+    log: KVLogger,
+    provider: str,
+    zone: str,
+    fence: FenceToken,
+    applied: int,
+    total: int,
+    error: Exception | None = None,
+    *,
+    answer: str = "",
+    unit: str = "batch(es)",
 ) -> FencedError:
     """A write the zone's fence refused, logged: the FencedError to raise (the worker drops the zone).
-    `applied` of the call's `total` batches had been written before."""
+    `applied` of the call's `total` requests (`unit`: batches, or rfc2136's UPDATE messages) had been written
+    before; `error` is the API's refusal, `answer` the server's answer code when that is all it says."""
+    extra = {"answer": answer} if answer else {}
     log.warning(
         f"{provider} write refused by the fence",
         zone=zone,
         identity=fence.identity,
         generation=fence.generation,
+        **extra,
         batches_applied=applied,
         batches=total,
     )
+    said = f" (server answered {answer})" if answer else ""
+    why = f": {error}" if error is not None else ""
     return FencedError(
-        f"zone {zone}: the fence no longer holds {fence.to_text()}; "
-        f"{applied} of {total} batch(es) were applied before: {error}"
+        f"zone {zone}: the fence no longer holds {fence.to_text()}{said}; "
+        f"{applied} of {total} {unit} were applied before{why}"
     )

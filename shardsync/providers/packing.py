@@ -1,17 +1,36 @@
 """Record changes packed into the batches of a provider's API, within its per-batch limits.
 
-`pack(groups, size, cap)` fills batches in order with whole groups (a record and its TXT ownership record,
-or an update's two sides, must land in one batch), starting a new batch when the next group would take
-one of the measures in `size` past `cap`. A group larger than a whole batch goes alone in a batch of its
-own, where the API refuses it and the provider reports its records.
+`by_group(changes)` gathers the changes by record group (a record and its TXT ownership record, or an
+update's two sides: what must land in one batch). `pack(groups, size, cap)` fills batches in order with
+whole groups, starting a new batch when the next group would take one of the measures in `size` past `cap`.
+A group larger than a whole batch goes alone in a batch of its own, where the API refuses it and the
+provider reports its records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class Grouped(Protocol):
+    """A change that knows its record group."""
+
+    @property
+    def group(self) -> str: ...
+
+
+G = TypeVar("G", bound=Grouped)
+
+
+def by_group(changes: Iterable[G]) -> dict[str, list[G]]:
+    """The changes by record group, the groups in the order they first appear."""
+    groups: dict[str, list[G]] = {}
+    for change in changes:
+        groups.setdefault(change.group, []).append(change)
+    return groups
 
 
 def pack(

@@ -26,7 +26,7 @@ from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.aws.records import requires_delete_create, value_size
 from shardsync.providers.base import FenceToken, fence_record_name
 from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
-from shardsync.providers.packing import pack
+from shardsync.providers.packing import by_group, pack
 
 _ORDER = {"UPSERT": 0, "DELETE": 1, "CREATE": 2}  # external-dns sorts actions descending by name
 
@@ -97,9 +97,7 @@ def split(
     its own, where Route53 refuses it and the caller reports its records.
     """
     cap = (limits.changes - reserved[0], limits.values - reserved[1], limits.chars - reserved[2])
-    groups: dict[str, list[Change]] = {}
-    for change in changes:
-        groups.setdefault(change.group, []).append(change)
+    groups = by_group(changes)
     return [_ordered(batch) for batch in pack((groups[name] for name in sorted(groups)), _total, cap)]
 
 

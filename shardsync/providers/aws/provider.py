@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import partial
-from typing import Any, Protocol, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import Any, Protocol
 
 from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
@@ -42,20 +39,15 @@ from shardsync.providers.aws.batches import (
 from shardsync.providers.aws.errors import InvalidChangeBatchError, Start
 from shardsync.providers.aws.records import adjust, endpoints_of, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name
-from shardsync.providers.base import (
-    FenceToken,
-    Pacer,
-    ProviderError,
-    RecordsRejectedError,
-    Rejected,
-    unpaced,
-)
+from shardsync.providers.base import FenceToken, Pacer, ProviderError, unpaced
+from shardsync.providers.batch_apply import apply_in_batches
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
+from shardsync.providers.worker_threads import WorkerThreads
+from shardsync.providers.zone_choice import LeftOutZones
 
 log = get_logger("shardsync.providers.aws")
 
 PAGE_SIZE = 300  # ListResourceRecordSets' largest page
-T = TypeVar("T")
 
 
 class Api(Protocol):
@@ -96,18 +88,17 @@ class AwsProvider:
         self.zones_cache = zones_cache
         self._zones: dict[str, HostedZone] = {}
         self._listed_at = -math.inf
-        self._left_out: set[str] = set()
-        self._max_in_flight = max_in_flight
+        self._left_out = LeftOutZones(log, "aws", hint="choose with --aws-zone-type or --zone-id-filter")
+        self._threads = WorkerThreads(max_in_flight)
         # awaited before each further API request of one call (base.MultiRequest): the provider budget
         # paces and counts every listing page and change batch, not only every call
         self.pacer: Pacer = unpaced
-        self._limiter: anyio.CapacityLimiter | None = None
 
     # -- the Provider protocol ----------------------------------------------------------------------------
 
     async def zones(self) -> list[str]:
         if time.monotonic() - self._listed_at >= self.zones_cache:  # --aws-zones-cache-duration
-            self._zones = await self._in_thread(self._discover)
+            self._zones = await self._threads.run(self._discover)
             self._listed_at = time.monotonic()
         return sorted(self._zones)
 
@@ -119,7 +110,7 @@ class AwsProvider:
         while True:
             if out:
                 await self.pacer("records")
-            page, start = await self._in_thread(partial(self.api.rrsets, zone_id, start, self.page_size))
+            page, start = await self._threads.run(partial(self.api.rrsets, zone_id, start, self.page_size))
             for rrset in page:
                 if normalize_name(unescape(str(rrset["Name"]))) == fence:
                     continue
@@ -138,17 +129,16 @@ class AwsProvider:
         planned = route53_changes(changes, lambda ep: rrset_of(ep, self.evaluate_target_health, zone_id))
         reserved = fence_reserve(zone, fence) if fence else (0, 0, 0)
         batches = split(planned, self.limits, reserved)
-        rejected: list[Rejected] = []
-        for index, batch in enumerate(batches):
-            if index:
-                await anyio.sleep(self.batch_interval)
-                await self.pacer("apply")
-            try:
-                await self._send(zone, zone_id, batch, fence, index, len(batches))
-            except InvalidChangeBatchError as exc:
-                rejected.extend(await self._one_group_at_a_time(zone, zone_id, batch, fence, exc))
-        if rejected:
-            raise RecordsRejectedError(zone, rejected)
+        await apply_in_batches(
+            log,
+            "aws",
+            zone,
+            batches,
+            partial(self._send, zone, zone_id, fence=fence),
+            refused=InvalidChangeBatchError,
+            interval=self.batch_interval,
+            pacer=self.pacer,
+        )
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)
@@ -164,7 +154,7 @@ class AwsProvider:
             if current is not None:  # delete exactly what was read: the compare of the swap
                 cas = [{"Action": "DELETE", "ResourceRecordSet": current}, cas[0] | {"Action": "UPSERT"}]
             try:
-                await self._in_thread(partial(self.api.change, zone_id, cas, "shardsync fence"))
+                await self._threads.run(partial(self.api.change, zone_id, cas, "shardsync fence"))
             except InvalidChangeBatchError:
                 raise FenceMoved from None
 
@@ -175,11 +165,6 @@ class AwsProvider:
 
     # -- internals ------------------------------------------------------------------------------------------
 
-    async def _in_thread(self, fn: Callable[[], T]) -> T:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self._max_in_flight)
-        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
-
     def _discover(self) -> dict[str, HostedZone]:
         listed = [z for z in self.api.hosted_zones() if self.zone_filter.matches(z)]
         if self.zone_filter.needs_tags and listed:
@@ -187,15 +172,7 @@ class AwsProvider:
             listed = [z for z in listed if self.zone_filter.matches_tags(tags.get(z.id, {}))]
         chosen, left = by_name(listed)
         for zone in left:
-            if zone.id not in self._left_out:
-                self._left_out.add(zone.id)
-                log.warning(
-                    "aws hosted zone left out: another zone of that name is managed",
-                    zone=zone.name,
-                    id=zone.id,
-                    managed=chosen[zone.name].id,
-                    hint="choose with --aws-zone-type or --zone-id-filter",
-                )
+            self._left_out.warn(zone.name, zone.id, chosen[zone.name].id)
         return chosen
 
     async def _zone_id(self, zone: str) -> str:
@@ -210,41 +187,30 @@ class AwsProvider:
 
     async def _read_fence(self, zone: str, zone_id: str) -> dict[str, Any] | None:
         name = fence_name(zone)
-        page, _ = await self._in_thread(lambda: self.api.rrsets(zone_id, (name, "TXT", ""), 1))
+        page, _ = await self._threads.run(lambda: self.api.rrsets(zone_id, (name, "TXT", ""), 1))
         for rrset in page:
             if normalize_name(unescape(str(rrset["Name"]))) == name and rrset.get("Type") == "TXT":
                 return rrset
         return None
 
     async def _send(
-        self, zone: str, zone_id: str, batch: list[Change], fence: FenceToken | None, index: int, total: int
+        self,
+        zone: str,
+        zone_id: str,
+        batch: list[Change],
+        index: int,
+        total: int,
+        *,
+        fence: FenceToken | None,
     ) -> None:
         head = fence_changes(zone, fence, fence) if fence else []
         body = head + [c.to_api() for c in batch]
         try:
-            await self._in_thread(lambda: self.api.change(zone_id, body))
+            await self._threads.run(lambda: self.api.change(zone_id, body))
         except InvalidChangeBatchError as exc:
             if fence is not None and fence_name(zone) in str(exc):
                 raise refused_by_fence(log, "aws", zone, fence, index, total, exc) from None
             raise
-
-    async def _one_group_at_a_time(
-        self, zone: str, zone_id: str, batch: list[Change], fence: FenceToken | None, error: Exception
-    ) -> list[Rejected]:
-        groups: dict[str, list[Change]] = {}
-        for change in batch:
-            groups.setdefault(change.group, []).append(change)
-        if len(groups) == 1:
-            return [Rejected(c.endpoint, str(error)) for c in batch]
-        log.info("aws batch refused; sending its records one group at a time", zone=zone, groups=len(groups))
-        rejected: list[Rejected] = []
-        for group in groups.values():
-            await self.pacer("apply")
-            try:
-                await self._send(zone, zone_id, group, fence, 0, 1)
-            except InvalidChangeBatchError as exc:
-                rejected.extend(Rejected(c.endpoint, str(exc)) for c in group)
-        return rejected
 
 
 def fence_record(zone: str, token: FenceToken) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from shardsync.endpoint import normalize_name
 from shardsync.providers.aws.records import clean_zone_id
+from shardsync.providers.zone_choice import one_per_name
 from shardsync.providers.zone_ids import zone_id_matches
 
 
@@ -67,11 +68,4 @@ class ZoneFilter:
 
 def by_name(zones: Iterable[HostedZone]) -> tuple[dict[str, HostedZone], list[HostedZone]]:
     """One hosted zone per name (the public one, else the lowest id) and the ones left out."""
-    chosen: dict[str, HostedZone] = {}
-    left: list[HostedZone] = []
-    for zone in sorted(zones, key=lambda z: (z.name, z.private, z.id)):
-        if zone.name in chosen:
-            left.append(zone)
-        else:
-            chosen[zone.name] = zone
-    return chosen, left
+    return one_per_name(sorted(zones, key=lambda z: (z.name, z.private, z.id)), lambda z: z.name)

@@ -56,6 +56,7 @@ from shardsync.providers.base import (
     unpaced,
 )
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
+from shardsync.providers.zone_choice import LeftOutZones
 
 log = get_logger("shardsync.providers.azure")
 
@@ -110,7 +111,9 @@ class AzureProvider:
         self._clock = clock
         self._zones: dict[str, Zone] = {}
         self._listed_at = -math.inf
-        self._shadowed: set[str] = set()
+        self._left_out = LeftOutZones(
+            log, "azure", hint="choose with --azure-resource-group or --zone-id-filter"
+        )
         self._etags: dict[str, dict[tuple[str, str], str]] = {}  # zone -> (name, type) -> etag
         self._fences: dict[str, _Fence] = {}
         # awaited before each further API request of one call (base.MultiRequest): the provider budget
@@ -123,17 +126,9 @@ class AzureProvider:
         if self._zones and self._clock() - self._listed_at < self.zones_cache:
             return sorted(self._zones)  # --azure-zones-cache-duration
         found = await self.api.zones(self.resource_group, self.pacer)
-        chosen, shadowed = select(found, self.zone_ids)
-        for zone in shadowed:
-            if zone.id not in self._shadowed:
-                self._shadowed.add(zone.id)
-                log.warning(
-                    "azure zone left out: another zone of that name is managed",
-                    zone=zone.name,
-                    id=zone.id,
-                    managed=chosen[zone.name].id,
-                    hint="choose with --azure-resource-group or --zone-id-filter",
-                )
+        chosen, left = select(found, self.zone_ids)
+        for zone in left:
+            self._left_out.warn(zone.name, zone.id, chosen[zone.name].id)
         self._zones, self._listed_at = chosen, self._clock()
         return sorted(chosen)
 

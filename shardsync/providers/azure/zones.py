@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from shardsync.providers.zone_choice import one_per_name
 from shardsync.providers.zone_ids import zone_id_matches
 
 
@@ -36,13 +37,5 @@ def resource_group_of(resource_id: str) -> str:
 def select(found: Iterable[Zone], id_filter: Iterable[str] = ()) -> tuple[dict[str, Zone], list[Zone]]:
     """The zones to manage by name, and the ones left out because another zone has their name."""
     filters = tuple(id_filter)
-    chosen: dict[str, Zone] = {}
-    shadowed: list[Zone] = []
-    for zone in sorted(found, key=lambda z: z.id.lower()):
-        if not zone_id_matches(filters, zone.id):
-            continue
-        if zone.name in chosen:
-            shadowed.append(zone)
-        else:
-            chosen[zone.name] = zone
-    return chosen, shadowed
+    kept = (z for z in sorted(found, key=lambda z: z.id.lower()) if zone_id_matches(filters, z.id))
+    return one_per_name(kept, lambda z: z.name)

@@ -17,15 +17,16 @@ the compare, as Cloudflare refuses a record identical to one that exists.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken, fence_record_name
+from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
+from shardsync.providers.packing import by_group, pack
 
 Action = Literal["delete", "put", "post"]
-FENCE_TTL = 60
 ANCHOR = '"shardsync fence anchor"'
 FENCE_OPS = 2  # what the fence takes of every batch: its delete and its post
 
@@ -89,20 +90,12 @@ def operations(changes: Changes, id_of: IdOf, body_of: BodyOf) -> list[Op]:
 def split(ops: list[Op], size: int) -> list[list[Op]]:
     """Batches of at most `size` operations, a group never split (one larger than `size` goes alone, where
     Cloudflare refuses it and the caller reports its records)."""
-    groups: dict[str, list[Op]] = {}
-    for op in ops:
-        groups.setdefault(op.group, []).append(op)
-    batches: list[list[Op]] = []
-    current: list[Op] = []
-    for name in sorted(groups):
-        group = groups[name]
-        if current and len(current) + len(group) > size:
-            batches.append(current)
-            current = []
-        current.extend(group)
-    if current:
-        batches.append(current)
-    return batches
+    groups = by_group(ops)
+    return pack((groups[name] for name in sorted(groups)), _count, (size,))
+
+
+def _count(group: Sequence[Op]) -> tuple[int, ...]:
+    return (len(group),)
 
 
 def request(
@@ -121,20 +114,18 @@ def request(
 
 
 def fence_body(zone: str, token: FenceToken) -> dict[str, Any]:
-    return {
-        "name": fence_record_name(zone),
-        "type": "TXT",
-        "content": f'"{token.to_text()}"',
-        "ttl": FENCE_TTL,
-        "proxied": False,
-    }
+    return _at_fence_name(zone, fence_value(token))
 
 
 def anchor_body(zone: str) -> dict[str, Any]:
+    return _at_fence_name(zone, ANCHOR)
+
+
+def _at_fence_name(zone: str, content: str) -> dict[str, Any]:
     return {
         "name": fence_record_name(zone),
         "type": "TXT",
-        "content": ANCHOR,
+        "content": content,
         "ttl": FENCE_TTL,
         "proxied": False,
     }
@@ -142,9 +133,4 @@ def anchor_body(zone: str) -> dict[str, Any]:
 
 def token_of(content: str) -> FenceToken | None:
     """The token a fence record holds (None: the anchor, or content that is not a token)."""
-    if content == ANCHOR:
-        return None
-    try:
-        return FenceToken.from_text(content)
-    except ValueError:
-        return None
+    return None if content == ANCHOR else token_in([content])

@@ -16,10 +16,9 @@ The SDK's client is asynchronous (httpx on anyio): no worker threads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
+from functools import partial
 from typing import Any, Protocol
-
-import anyio
 
 from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
@@ -28,13 +27,11 @@ from shardsync.providers.base import (
     FenceToken,
     Pacer,
     ProviderError,
-    RecordsRejectedError,
     Rejected,
-    ThrottledError,
-    UnreachableError,
     fence_record_name,
     unpaced,
 )
+from shardsync.providers.batch_apply import apply_in_batches
 from shardsync.providers.cloudflare.batches import (
     FENCE_OPS,
     Op,
@@ -46,7 +43,7 @@ from shardsync.providers.cloudflare.batches import (
     split,
     token_of,
 )
-from shardsync.providers.cloudflare.errors import BatchFailedError, PartlyAppliedError
+from shardsync.providers.cloudflare.errors import BatchFailedError
 from shardsync.providers.cloudflare.records import (
     FREE_COMMENT_LIMIT,
     PAID_COMMENT_LIMIT,
@@ -56,11 +53,11 @@ from shardsync.providers.cloudflare.records import (
     body_of,
     endpoints_of,
 )
-from shardsync.providers.fence_record import refused_by_fence
+from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
+from shardsync.providers.zone_choice import LeftOutZones, one_per_name
 
 log = get_logger("shardsync.providers.cloudflare")
 
-FENCE_CAS_ATTEMPTS = 3
 RecordKey = tuple[str, str, str]  # (name, type, target)
 
 
@@ -108,6 +105,7 @@ class CloudflareProvider:
         self._zones: dict[str, Zone] = {}
         self._ids: dict[str, dict[RecordKey, str]] = {}  # zone -> record key -> id, from reads and writes
         self._fences: dict[str, tuple[FenceToken, str]] = {}  # zone -> our token and its record's id
+        self._left_out = LeftOutZones(log, "cloudflare", hint="choose with --zone-id-filter")
         # awaited before each further API request of one call (base.MultiRequest): the provider budget
         # paces and counts every listing page and batch, not only every call
         self.pacer: Pacer = unpaced
@@ -123,9 +121,9 @@ class CloudflareProvider:
                 found.append(await self.api.zone(zone_id))
         else:
             found = await self.api.zones(self.pacer)
-        chosen: dict[str, Zone] = {}
-        for zone in found:
-            chosen.setdefault(zone.name, zone)
+        chosen, left = one_per_name(found, lambda z: str(z.name))
+        for zone in left:
+            self._left_out.warn(zone.name, zone.id, chosen[zone.name].id)
         self._zones = chosen
         return sorted(chosen)
 
@@ -148,50 +146,47 @@ class CloudflareProvider:
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
         zone = normalize_name(zone)
         zone_id = await self._zone_id(zone)
-        fence_id = await self._held(zone, zone_id, fence) if fence else ""
+        if fence:
+            await self._held(zone, zone_id, fence)
         if missing_ids(changes, self._id_of(zone)):
             await self.pacer("records")  # a record we change is not among the ids known: read them again
             await self._read(zone, zone_id)
-        rejected: list[Rejected] = []
-        ops = self._operations(zone, changes, rejected)
-        batches = split(ops, self.batch_size - (FENCE_OPS if fence else 0))
-        for index, batch in enumerate(batches):
-            if index:
-                await anyio.sleep(self.batch_interval)
-                await self.pacer("apply")
-            try:
-                fence_id = await self._send(zone, zone_id, batch, fence, fence_id)
-            except BatchFailedError as exc:
-                fence_id = await self._check_fence(zone, zone_id, fence, exc, index, len(batches))
-                rejected.extend(await self._one_group_at_a_time(zone, zone_id, batch, fence, exc))
-            except (ThrottledError, UnreachableError) as exc:
-                if not index:
-                    raise
-                raise PartlyAppliedError(
-                    f"zone {zone}: {index} of {len(batches)} batch(es) applied, then: {exc}"
-                ) from None
-        if rejected:
-            raise RecordsRejectedError(zone, rejected)
+        invalid: list[Rejected] = []
+        ops = self._operations(zone, changes, invalid)
+        await apply_in_batches(
+            log,
+            "cloudflare",
+            zone,
+            split(ops, self.batch_size - (FENCE_OPS if fence else 0)),
+            partial(self._send, zone, zone_id, fence=fence),
+            refused=BatchFailedError,
+            interval=self.batch_interval,
+            pacer=self.pacer,
+            rejected_of=_rejected,
+            already_rejected=invalid,
+            partly_applied=True,
+        )
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)
         zone_id = await self._zone_id(zone)
-        for attempt in range(FENCE_CAS_ATTEMPTS):
-            if attempt:
-                await self.pacer("fence")
+        reads = 0
+
+        async def read() -> tuple[list[tuple[FenceToken | None, str]], FenceToken | None, bool]:
+            nonlocal reads
+            if reads:
+                await self.pacer("fence")  # the first read was the call's first request
+            reads += 1
             found = await self._read_fence(zone, zone_id)
             holders = [(t, i) for t, i in found if t is not None]
             holder = max((t for t, _ in holders), default=None)
-            if holder == token and len(found) == 2 and len(holders) == 1:  # ours, beside the anchor
+            alone = len(found) == 2 and len(holders) == 1  # one token, beside the anchor
+            if holder == token and alone:
                 self._fences[zone] = (token, holders[0][1])
-                return
-            if holder is not None and holder != token and holder.generation >= token.generation:
-                self._fences.pop(zone, None)
-                raise FencedError(
-                    f"zone {zone}: fence held by {holder.identity} at generation {holder.generation}; "
-                    f"{token.identity} at generation {token.generation} may not take it"
-                )
-            await self.pacer("fence")  # the read was the call's first request
+            return found, holder, alone
+
+        async def swap(found: list[tuple[FenceToken | None, str]]) -> None:
+            await self.pacer("fence")
             body = {
                 "deletes": [{"id": i} for _, i in found],
                 "posts": [anchor_body(zone), fence_body(zone, token)],
@@ -199,20 +194,14 @@ class CloudflareProvider:
             try:
                 result = await self.api.batch(zone_id, body)
             except BatchFailedError as exc:
-                log.info("cloudflare fence moved while acquiring; reading again", zone=zone, error=str(exc))
-                continue
+                raise FenceMoved(str(exc)) from None
             self._fences[zone] = (token, _posted_ids(result)[1])
-            log.info(
-                "cloudflare fence acquired",
-                zone=zone,
-                identity=token.identity,
-                generation=token.generation,
-                previous=holder.to_text() if holder else "-",
-            )
-            return
-        raise FencedError(
-            f"zone {zone}: the fence kept changing; gave up after {FENCE_CAS_ATTEMPTS} attempts"
-        )
+
+        try:
+            await acquire_by_swap(log, "cloudflare", zone, token, read, swap)
+        except FencedError:
+            self._fences.pop(zone, None)
+            raise
 
     async def close(self) -> None:
         await self.api.close()
@@ -281,28 +270,34 @@ class CloudflareProvider:
         )
         return [(token_of(str(r.get("content") or "")), str(r.get("id") or "")) for r in raw]
 
-    async def _held(self, zone: str, zone_id: str, fence: FenceToken) -> str:
-        """The id of our fence record (read when not known): FencedError when the fence is not ours."""
+    async def _held(self, zone: str, zone_id: str, fence: FenceToken) -> None:
+        """Learn our fence record's id (read it when not known): FencedError when the fence is not ours."""
         held = self._fences.get(zone)
         if held is not None and held[0] == fence:
-            return held[1]
+            return
         await self.pacer("fence")
         for token, record_id in await self._read_fence(zone, zone_id):
             if token == fence:
                 self._fences[zone] = (fence, record_id)
-                return record_id
+                return
         raise FencedError(f"zone {zone}: the fence no longer holds {fence.to_text()}")
 
     async def _send(
-        self, zone: str, zone_id: str, batch: list[Op], fence: FenceToken | None, fence_id: str
-    ) -> str:
-        """One batch; returns the fence record's new id."""
+        self, zone: str, zone_id: str, batch: list[Op], index: int, total: int, *, fence: FenceToken | None
+    ) -> None:
+        """One batch of the call's `total`, headed by the fence when fenced; after a refused one,
+        FencedError when the fence is no longer ours."""
+        fence_id = self._fences[zone][1] if fence else ""  # `_held` read it, or the last batch wrote it
         head = fence_body(zone, fence) if fence else None
-        result = await self.api.batch(zone_id, request(batch, fence_id, head))
+        try:
+            result = await self.api.batch(zone_id, request(batch, fence_id, head))
+        except BatchFailedError as exc:
+            if fence is not None:
+                await self._check_fence(zone, zone_id, fence, exc, index, total)
+            raise
         posted = iter(_posted_ids(result))
         if fence:
-            fence_id = next(posted, "")
-            self._fences[zone] = (fence, fence_id)
+            self._fences[zone] = (fence, next(posted, ""))
         ids = self._ids.setdefault(zone, {})
         for op in batch:
             key = (op.endpoint.dns_name, op.endpoint.record_type, op.target)
@@ -310,48 +305,24 @@ class CloudflareProvider:
                 ids.pop(key, None)
             elif op.action == "post":
                 ids[key] = next(posted, "")
-        return fence_id
 
     async def _check_fence(
-        self, zone: str, zone_id: str, fence: FenceToken | None, error: Exception, index: int, total: int
-    ) -> str:
-        """After a refused batch: FencedError when the fence is no longer ours, else its id."""
-        if fence is None:
-            return ""
+        self, zone: str, zone_id: str, fence: FenceToken, error: Exception, index: int, total: int
+    ) -> None:
+        """After a refused batch: FencedError when the fence is no longer ours (else its id is read again)."""
         self._fences.pop(zone, None)
         try:
-            return await self._held(zone, zone_id, fence)
+            await self._held(zone, zone_id, fence)
         except FencedError:
             raise refused_by_fence(log, "cloudflare", zone, fence, index, total, error) from None
-
-    async def _one_group_at_a_time(
-        self, zone: str, zone_id: str, batch: list[Op], fence: FenceToken | None, error: Exception
-    ) -> list[Rejected]:
-        groups: dict[str, list[Op]] = {}
-        for op in batch:
-            groups.setdefault(op.group, []).append(op)
-        if len(groups) == 1:
-            return _rejected(batch, error)
-        log.info(
-            "cloudflare batch refused; sending its records one group at a time", zone=zone, groups=len(groups)
-        )
-        rejected: list[Rejected] = []
-        fence_id = self._fences[zone][1] if fence else ""
-        for group in groups.values():
-            await self.pacer("apply")
-            try:
-                fence_id = await self._send(zone, zone_id, group, fence, fence_id)
-            except BatchFailedError as exc:
-                fence_id = await self._check_fence(zone, zone_id, fence, exc, 0, 1)
-                rejected.extend(_rejected(group, exc))
-        return rejected
 
 
 def _posted_ids(result: dict[str, Any]) -> list[str]:
     return [str(r.get("id") or "") for r in result.get("posts") or ()]
 
 
-def _rejected(ops: Iterable[Op], error: Exception) -> list[Rejected]:
+def _rejected(ops: Sequence[Op], error: Exception) -> list[Rejected]:
+    """Each endpoint of the refused operations once (an endpoint has an operation per value)."""
     seen: dict[tuple[str, str, str], Endpoint] = {}
     for op in ops:
         seen.setdefault(op.endpoint.key, op.endpoint)

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
-
-import anyio
-import anyio.to_thread
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.limits import ANONYMOUS
 from shardsync.providers.fake.store import FakeStore
-
-T = TypeVar("T")
+from shardsync.providers.worker_threads import WorkerThreads
 
 
 class FakeProvider:
@@ -30,31 +24,30 @@ class FakeProvider:
     def __init__(self, store: FakeStore, identity: str = ANONYMOUS, *, max_threads: int = 64) -> None:
         self.store = store
         self.identity = identity
-        self._threads = anyio.CapacityLimiter(max_threads)
-
-    async def _run(self, fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(fn, limiter=self._threads)
+        self._threads = WorkerThreads(max_threads)
 
     async def zones(self) -> list[str]:
-        return await self._run(partial(self.store.zones, self.identity))
+        return await self._threads.run(partial(self.store.zones, self.identity))
 
     async def zones_and_versions(self) -> tuple[list[str], dict[str, str] | None]:
-        zones, versions = await self._run(partial(self.store.zones_and_versions, self.identity))
+        zones, versions = await self._threads.run(partial(self.store.zones_and_versions, self.identity))
         return zones, versions
 
     async def records(self, zone: str) -> list[Endpoint]:
-        return await self._run(partial(self.store.records, zone, self.identity))
+        return await self._threads.run(partial(self.store.records, zone, self.identity))
 
     async def records_if_changed(
         self, zone: str, version: str | None
     ) -> tuple[str | None, list[Endpoint] | None]:
-        return await self._run(partial(self.store.records_if_changed, zone, self.identity, seen=version))
+        return await self._threads.run(
+            partial(self.store.records_if_changed, zone, self.identity, seen=version)
+        )
 
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
-        await self._run(partial(self.store.apply, zone, changes, fence, writer=self.identity))
+        await self._threads.run(partial(self.store.apply, zone, changes, fence, writer=self.identity))
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
-        await self._run(partial(self.store.acquire_fence, zone, token, writer=self.identity))
+        await self._threads.run(partial(self.store.acquire_fence, zone, token, writer=self.identity))
 
     async def close(self) -> None:
         return None

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from shardsync.endpoint import Changes, Endpoint, ZoneIndex, same_targets
-from shardsync.providers.base import BatchRejectedError, FenceToken
+from shardsync.providers.base import BatchRejectedError, FenceToken, fence_record_name
+from shardsync.providers.fence_record import fence_value
 
 Key = tuple[str, str, str]
 
@@ -32,6 +33,14 @@ def stage(
     def current(key: Key) -> Endpoint | None:
         return staged[key] if key in staged else records.get(key)
 
+    def check_named(verb: str, named: Endpoint, exact: bool, differ: str) -> None:
+        """The RRset a delete (or an update's old side) names is there, and as named when `exact`."""
+        now = current(named.key)
+        if now is None:
+            raise InvalidChangesError(f"{verb} {_describe(named)}: no such record")
+        if exact and not _matches(now, named):
+            raise InvalidChangesError(f"{verb} {_describe(named)}: {differ}")
+
     everything = (*changes.create, *changes.update_old, *changes.update_new, *changes.delete)
     for ep in everything:
         if index.zone_of(ep.dns_name) != zone:
@@ -40,22 +49,14 @@ def stage(
         raise InvalidChangesError("updateOld and updateNew differ in length")
     # Deletes first, then updates, then creates: a batch may delete an RRset and create it anew.
     for ep in changes.delete:
-        now = current(ep.key)
-        if now is None:
-            raise InvalidChangesError(f"delete {_describe(ep)}: no such record")
-        if exact_deletes and not _matches(now, ep):
-            # Route53: "the values must match the current values exactly"
-            raise InvalidChangesError(f"delete {_describe(ep)}: values differ from the current ones")
+        # Route53: "the values must match the current values exactly"
+        check_named("delete", ep, exact_deletes, "values differ from the current ones")
         staged[ep.key] = None
     for old, new in zip(changes.update_old, changes.update_new, strict=True):
         if old.key != new.key:
             raise InvalidChangesError(f"update {_describe(old)} -> {_describe(new)}: not the same RRset")
-        now = current(old.key)
-        if now is None:
-            raise InvalidChangesError(f"update {_describe(old)}: no such record")
-        if exact_updates and not _matches(now, old):
-            # Cloud DNS: the deletion "must match existing data exactly" (412 conditionNotMet)
-            raise InvalidChangesError(f"update {_describe(old)}: old values differ from the current ones")
+        # Cloud DNS: the deletion "must match existing data exactly" (412 conditionNotMet)
+        check_named("update", old, exact_updates, "old values differ from the current ones")
         staged[new.key] = new
     for ep in changes.create:
         if current(ep.key) is not None:
@@ -76,7 +77,7 @@ def with_fence(zone: str, changes: Changes, fence: FenceToken | None) -> Changes
     """The batch as a Route53-like API would count it: with the fence's DELETE and CREATE."""
     if fence is None:
         return changes
-    record = Endpoint(f"_shardsync-fence.{zone}", "TXT", (f'"{fence.to_text()}"',))
+    record = Endpoint(fence_record_name(zone), "TXT", (fence_value(fence),))
     return Changes(
         create=[*changes.create, record],
         update_old=changes.update_old,

@@ -25,7 +25,7 @@ from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken, fence_record_name
 from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
 from shardsync.providers.google.records import RRset, absolute, rrdata_size, rrset_of
-from shardsync.providers.packing import pack
+from shardsync.providers.packing import by_group, pack
 
 MAX_RRDATA_BYTES = 100_000  # Cloud DNS: "resource record data size per change"
 
@@ -82,9 +82,7 @@ def items_of(changes: Changes, deletion_of: Callable[[Endpoint], RRset]) -> list
 def split(items: list[Item], limits: Limits, reserved: tuple[int, int] = (0, 0)) -> list[list[Item]]:
     """Changes within `limits` less `reserved` (changes, bytes kept for the fence), groups whole, in the
     order of their names."""
-    groups: dict[str, list[Item]] = {}
-    for item in items:
-        groups.setdefault(item.group, []).append(item)
+    groups = by_group(items)
     cap = (limits.changes - reserved[0], limits.rrdata_bytes - reserved[1])
     return pack((groups[name] for name in sorted(groups)), _size, cap)
 

@@ -20,22 +20,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Any, Protocol, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import Any, Protocol
 
 from shardsync.endpoint import Changes, Endpoint, normalize_name, same_targets
 from shardsync.logs import get_logger
-from shardsync.providers.base import (
-    FenceToken,
-    Pacer,
-    ProviderError,
-    RecordsRejectedError,
-    Rejected,
-    fence_record_name,
-    unpaced,
-)
+from shardsync.providers.base import FenceToken, Pacer, ProviderError, fence_record_name, unpaced
+from shardsync.providers.batch_apply import apply_in_batches
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.google.batches import (
     Change,
@@ -58,10 +48,11 @@ from shardsync.providers.google.records import (
     rrset_of,
 )
 from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_name
+from shardsync.providers.worker_threads import WorkerThreads
+from shardsync.providers.zone_choice import LeftOutZones
 
 log = get_logger("shardsync.providers.google")
 
-T = TypeVar("T")
 Page = tuple[list[dict[str, Any]], str | None]
 
 
@@ -92,14 +83,15 @@ class GoogleProvider:
         self.limits = limits or Limits()
         self.batch_interval = batch_interval
         self._zones: dict[str, ManagedZone] = {}
-        self._left_out: set[str] = set()
+        self._left_out = LeftOutZones(
+            log, "google", hint="choose with --google-zone-visibility or --zone-id-filter"
+        )
         # per zone: the record sets listed in a form their endpoint would not write back exactly
         self._as_listed: dict[str, dict[tuple[str, str], RRset]] = {}
-        self._max_in_flight = max_in_flight
+        self._threads = WorkerThreads(max_in_flight)
         # awaited before each further API request of one call (base.MultiRequest): the provider budget
         # paces and counts every listing page and change, not only every call
         self.pacer: Pacer = unpaced
-        self._limiter: anyio.CapacityLimiter | None = None
 
     # -- the Provider protocol ----------------------------------------------------------------------------
 
@@ -136,18 +128,16 @@ class GoogleProvider:
         managed = await self._zone(zone)
         items = items_of(changes, partial(self._deletion_of, zone))
         batches = split(items, self.limits, fence_reserve(fence) if fence else (0, 0))
-        rejected: list[Rejected] = []
-        for index, batch in enumerate(batches):
-            if index:
-                await anyio.sleep(self.batch_interval)
-                await self.pacer("apply")
-            change = change_of(batch, zone, fence)
-            try:
-                await self._send(zone, managed, change, fence, index, len(batches))
-            except ChangeRefusedError as exc:
-                rejected.extend(await self._one_group_at_a_time(zone, managed, batch, fence, exc))
-        if rejected:
-            raise RecordsRejectedError(zone, rejected)
+        await apply_in_batches(
+            log,
+            "google",
+            zone,
+            batches,
+            partial(self._send, zone, managed, fence=fence),
+            refused=ChangeRefusedError,
+            interval=self.batch_interval,
+            pacer=self.pacer,
+        )
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)
@@ -164,7 +154,7 @@ class GoogleProvider:
                 self.api.change, managed.name, [fence_rrset(zone, token)], [current] if current else []
             )
             try:
-                await self._in_thread(change)
+                await self._threads.run(change)
             except ChangeRefusedError as exc:
                 if exc.status in (404, 409, 412):  # the fence is not, or no longer, what was read
                     raise FenceMoved from None
@@ -177,11 +167,6 @@ class GoogleProvider:
 
     # -- internals ------------------------------------------------------------------------------------------
 
-    async def _in_thread(self, fn: Callable[[], T]) -> T:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self._max_in_flight)
-        return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
-
     async def _pages(
         self, kind: str, fetch: Callable[[str | None], Page]
     ) -> AsyncIterator[list[dict[str, Any]]]:
@@ -192,22 +177,15 @@ class GoogleProvider:
             if not first:
                 await self.pacer(kind)
             first = False
-            page, token = await self._in_thread(partial(fetch, token))
+            page, token = await self._threads.run(partial(fetch, token))
             yield page
 
     def _choose(self, listed_zones: list[ManagedZone]) -> dict[str, ManagedZone]:
         chosen, left = by_dns_name(z for z in listed_zones if self.zone_filter.matches(z))
-        for zone in left:
-            if zone.name not in self._left_out:
-                self._left_out.add(zone.name)
-                log.warning(
-                    "google managed zone left out: another zone of that DNS name is managed",
-                    zone=zone.dns_name,
-                    managed_zone=zone.name,
-                    visibility=zone.visibility,
-                    managed=chosen[zone.dns_name].name,
-                    hint="choose with --google-zone-visibility or --zone-id-filter",
-                )
+        for zone in left:  # a managed zone's id, in the API's paths, is its name
+            self._left_out.warn(
+                zone.dns_name, zone.name, chosen[zone.dns_name].name, visibility=zone.visibility
+            )
         return chosen
 
     async def _zone(self, zone: str) -> ManagedZone:
@@ -229,7 +207,7 @@ class GoogleProvider:
 
     async def _read_fence(self, zone: str, managed: ManagedZone) -> RRset | None:
         name = absolute(fence_record_name(zone))
-        page, _ = await self._in_thread(lambda: self.api.rrsets_page(managed.name, None, name, "TXT"))
+        page, _ = await self._threads.run(lambda: self.api.rrsets_page(managed.name, None, name, "TXT"))
         for rrset in page:
             if key_of(rrset) == (fence_record_name(zone), "TXT"):
                 return listed(rrset)
@@ -239,14 +217,16 @@ class GoogleProvider:
         self,
         zone: str,
         managed: ManagedZone,
-        change: Change,
-        fence: FenceToken | None,
+        batch: list[Item],
         index: int,
         total: int,
+        *,
+        fence: FenceToken | None,
     ) -> None:
+        change = change_of(batch, zone, fence)
         send = partial(self.api.change, managed.name, change.additions, change.deletions)
         try:
-            await self._in_thread(send)
+            await self._threads.run(send)
         except ChangeRefusedError as exc:
             if fence is not None and exc.at == ("deletions", 0):  # the fence is always the first deletion
                 raise refused_by_fence(log, "google", zone, fence, index, total, exc) from None
@@ -259,23 +239,3 @@ class GoogleProvider:
         if kept:
             for item in change.items:
                 kept.pop((item.endpoint.dns_name, item.endpoint.record_type), None)
-
-    async def _one_group_at_a_time(
-        self, zone: str, managed: ManagedZone, batch: list[Item], fence: FenceToken | None, error: Exception
-    ) -> list[Rejected]:
-        groups: dict[str, list[Item]] = {}
-        for item in batch:
-            groups.setdefault(item.group, []).append(item)
-        if len(groups) == 1:
-            return [Rejected(i.endpoint, str(error)) for i in batch]
-        log.info(
-            "google change refused; sending its records one group at a time", zone=zone, groups=len(groups)
-        )
-        rejected: list[Rejected] = []
-        for group in groups.values():
-            await self.pacer("apply")
-            try:
-                await self._send(zone, managed, change_of(group, zone, fence), fence, 0, 1)
-            except ChangeRefusedError as exc:
-                rejected.extend(Rejected(i.endpoint, str(exc)) for i in group)
-        return rejected

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from shardsync.endpoint import normalize_name
+from shardsync.providers.zone_choice import one_per_name
 from shardsync.providers.zone_ids import zone_id_matches
 
 VISIBILITIES = ("", "public", "private")
@@ -53,11 +54,5 @@ class ZoneFilter:
 
 def by_dns_name(zones: Iterable[ManagedZone]) -> tuple[dict[str, ManagedZone], list[ManagedZone]]:
     """One managed zone per DNS name (the public one, else the first by name) and the ones left out."""
-    chosen: dict[str, ManagedZone] = {}
-    left: list[ManagedZone] = []
-    for zone in sorted(zones, key=lambda z: (z.dns_name, z.visibility != "public", z.name)):
-        if zone.dns_name in chosen:
-            left.append(zone)
-        else:
-            chosen[zone.dns_name] = zone
-    return chosen, left
+    ordered = sorted(zones, key=lambda z: (z.dns_name, z.visibility != "public", z.name))
+    return one_per_name(ordered, lambda z: z.dns_name)

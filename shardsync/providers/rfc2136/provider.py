@@ -30,11 +30,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Iterable
 
-import anyio
-import anyio.to_thread
 import dns.exception
 import dns.message
 import dns.name
@@ -51,13 +48,14 @@ from prometheus_client import Counter, Histogram
 from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
+    FENCE_LABEL,
     FencedError,
     FenceToken,
     ProviderError,
     RecordsRejectedError,
     UnreachableError,
 )
-from shardsync.providers.fence_record import FenceMoved, acquire_by_swap
+from shardsync.providers.fence_record import FENCE_TTL, FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.rfc2136.messages import (
     UpdateBatch,
     UpdateBuilder,
@@ -69,11 +67,11 @@ from shardsync.providers.rfc2136.messages import (
     newest_token,
     update_message,
 )
+from shardsync.providers.worker_threads import WorkerThreads
 
 # The package's name, the one it logged under as a single module: log lines keep their logger=.
 log = get_logger("shardsync.providers.rfc2136")
 
-DEFAULT_FENCE_PREFIX = "_shardsync-fence"
 REQUESTS = Counter(
     "shardsync_rfc2136_requests_total",
     "DNS messages exchanged with the RFC 2136 server, by operation (update, axfr, query) and result",
@@ -88,8 +86,6 @@ REQUEST_SECONDS = Histogram(
 
 # Prerequisite failures: with a fence in the message, they mean the fence is no longer ours.
 _PREREQ_FAILURES = {dns.rcode.NXRRSET, dns.rcode.YXRRSET, dns.rcode.NXDOMAIN, dns.rcode.YXDOMAIN}
-
-T = TypeVar("T")
 
 
 class Rfc2136Provider:
@@ -111,8 +107,8 @@ class Rfc2136Provider:
         batch_change_size: int = 50,
         timeout: float = 10.0,
         transfer_lifetime: float = 300.0,
-        fence_prefix: str = DEFAULT_FENCE_PREFIX,
-        fence_ttl: int = 60,
+        fence_prefix: str = FENCE_LABEL,
+        fence_ttl: int = FENCE_TTL,
         max_in_flight: int = 16,
     ) -> None:
         if batch_change_size < 1:
@@ -131,8 +127,7 @@ class Rfc2136Provider:
         self.transfer_lifetime = float(transfer_lifetime)
         self.fence_prefix = normalize_name(fence_prefix)
         self.fence_ttl = int(fence_ttl)
-        self._max_in_flight = max_in_flight
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._threads = WorkerThreads(max_in_flight)
         if self._key is None:
             log.warning("rfc2136 without TSIG: messages are unsigned", server=self._server)
 
@@ -143,7 +138,7 @@ class Rfc2136Provider:
 
     async def records(self, zone: str) -> list[Endpoint]:
         zone = self._zone(zone)
-        rrsets = await self._in_thread(lambda: self._transfer(zone), abandon_on_cancel=True)
+        rrsets = await self._threads.run(lambda: self._transfer(zone), abandon_on_cancel=True)
         return endpoints_from_rrsets(zone, rrsets, skip=[self.fence_name(zone)])
 
     async def apply(self, zone: str, changes: Changes, fence: FenceToken | None = None) -> None:
@@ -237,33 +232,19 @@ class Rfc2136Provider:
             raise ProviderError(f"zone {canonical!r} is not configured for rfc2136 ({self._server})")
         return canonical
 
-    async def _in_thread(self, fn: Callable[[], T], *, abandon_on_cancel: bool = False) -> T:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self._max_in_flight)
-        return await anyio.to_thread.run_sync(fn, abandon_on_cancel=abandon_on_cancel, limiter=self._limiter)
-
     async def _send_batch(
         self, zone: str, batch: UpdateBatch, fence: FenceToken | None, index: int, total: int
     ) -> None:
-        response = await self._in_thread(lambda: self._exchange("update", zone, batch.message))
+        response = await self._threads.run(lambda: self._exchange("update", zone, batch.message))
         rcode = response.rcode()
         if rcode == dns.rcode.NOERROR:
             REQUESTS.labels("update", "ok").inc()
             return
         if fence is not None and rcode in _PREREQ_FAILURES:
             REQUESTS.labels("update", "fenced").inc()
-            log.warning(
-                "rfc2136 write refused by the fence",
-                zone=zone,
-                identity=fence.identity,
-                generation=fence.generation,
-                rcode=dns.rcode.to_text(rcode),
-                batches_applied=index,
-                batches=total,
-            )
-            raise FencedError(
-                f"zone {zone}: the fence no longer holds {fence.to_text()} (server answered "
-                f"{dns.rcode.to_text(rcode)}); {index} of {total} message(s) were applied before"
+            answer = dns.rcode.to_text(rcode)
+            raise refused_by_fence(
+                log, "rfc2136", zone, fence, index, total, answer=answer, unit="message(s)"
             )
         REQUESTS.labels("update", "refused" if rcode == dns.rcode.REFUSED else "error").inc()
         if rcode == dns.rcode.NOTZONE:
@@ -277,7 +258,9 @@ class Rfc2136Provider:
         query = dns.message.make_query(name, dns.rdatatype.TXT)
         if self._key is not None:
             query.use_tsig(self._key)
-        response = await self._in_thread(lambda: self._exchange("query", zone, query), abandon_on_cancel=True)
+        response = await self._threads.run(
+            lambda: self._exchange("query", zone, query), abandon_on_cancel=True
+        )
         rcode = response.rcode()
         if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
             REQUESTS.labels("query", "error").inc()
@@ -294,7 +277,7 @@ class Rfc2136Provider:
         message = fence_update(
             zone, self.fence_name(zone), expected, token, key=self._key, ttl=self.fence_ttl
         )
-        response = await self._in_thread(lambda: self._exchange("update", zone, message))
+        response = await self._threads.run(lambda: self._exchange("update", zone, message))
         rcode = response.rcode()
         if rcode == dns.rcode.NOERROR:
             REQUESTS.labels("update", "ok").inc()
