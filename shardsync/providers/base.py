@@ -40,8 +40,9 @@ class FenceToken:
             raise ValueError(f"not a fence token: {text!r}") from exc
 
 
-# The name of a zone's fence record where a provider keeps it as a TXT record in the zone itself (aws,
-# cloudflare, google): `_shardsync-fence.<zone>`, outside any name external-dns writes.
+# The name of a zone's fence record where a provider keeps it as a TXT record in the zone itself (aws, azure,
+# cloudflare, google, rfc2136 and pdns's fence): `_shardsync-fence.<zone>`, outside any name external-dns
+# writes (fence_record.py).
 FENCE_LABEL = "_shardsync-fence"
 
 

@@ -1,8 +1,7 @@
-"""The providers `--provider` can name: one line each. A provider's module, or its package's `__init__`
-(aws, fake, rfc2136, webhook), owns its flags (a FlagGroup) and its construction (`build(options,
-identity)`); adding a provider is its module or package plus one line here. Whether a built provider fences
-its writes is asked of it (base.fences_writes: every provider does unless it says otherwise), since for some
-(webhook) only its server can tell."""
+"""The providers `--provider` can name: one line each. A provider's package `__init__` owns its flags (a
+FlagGroup) and its construction (`build(options, identity)`); adding a provider is its package plus one line
+here. Whether a built provider fences its writes is asked of it (base.fences_writes: every provider does
+unless it says otherwise), since for some (webhook) only its server can tell."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""external-dns's `--zone-id-filter`, one flag for every provider that names its zones by id (aws,
+"""external-dns's `--zone-id-filter`, one flag for every provider that names its zones by id (aws, azure,
 cloudflare, google).
 
 `ZONE_ID_FILTER` is the flag itself: each such provider puts this same `Flag` in its group (field

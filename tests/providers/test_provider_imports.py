@@ -11,6 +11,7 @@ import pytest
 # What each provider's client pulls in; none may be loaded by importing the table and the replica.
 LIBRARIES = {
     "aws": "boto3",
+    "azure": "azure.core",  # under azure-identity and azure-mgmt-dns both
     "cloudflare": "cloudflare",
     "fake": "aiohttp",
     "google": "google.cloud.dns",
@@ -39,8 +40,8 @@ def test_importing_the_replica_loads_no_provider_client_library() -> None:
 
 @pytest.mark.parametrize("name", ["fake", "pdns", "rfc2136"])
 def test_building_a_provider_loads_its_library(name: str) -> None:
-    # The other side of the laziness: `build` must still find its client (aws and google need credentials
-    # to build and are covered by tests/providers/test_aws.py and test_google.py).
+    # The other side of the laziness: `build` must still find its client (aws, azure and google need
+    # credentials to build and are covered by tests/providers/test_aws.py, azure/ and test_google.py).
     from shardsync.providers.table import PROVIDERS
 
     kind = PROVIDERS[name]

@@ -40,7 +40,7 @@ from shardsync.providers.aws.errors import InvalidChangeBatchError, Start
 from shardsync.providers.aws.records import adjust, endpoints_of, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name
 from shardsync.providers.base import FenceToken, Pacer, ProviderError, unpaced
-from shardsync.providers.batch_apply import apply_in_batches
+from shardsync.providers.batch_writer import BatchWriter
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.worker_threads import WorkerThreads
 from shardsync.providers.zone_choice import LeftOutZones
@@ -82,7 +82,6 @@ class AwsProvider:
         self.api = api
         self.zone_filter = zone_filter or ZoneFilter()
         self.limits = limits or Limits()
-        self.batch_interval = batch_interval
         self.prefer_cname = prefer_cname
         self.evaluate_target_health = evaluate_target_health
         self.zones_cache = zones_cache
@@ -90,6 +89,9 @@ class AwsProvider:
         self._listed_at = -math.inf
         self._left_out = LeftOutZones(log, "aws", hint="choose with --aws-zone-type or --zone-id-filter")
         self._threads = WorkerThreads(max_in_flight)
+        self._writer: BatchWriter[Change] = BatchWriter(
+            log, "aws", refused=InvalidChangeBatchError, interval=batch_interval
+        )
         # awaited before each further API request of one call (base.MultiRequest): the provider budget
         # paces and counts every listing page and change batch, not only every call
         self.pacer: Pacer = unpaced
@@ -129,16 +131,7 @@ class AwsProvider:
         planned = route53_changes(changes, lambda ep: rrset_of(ep, self.evaluate_target_health, zone_id))
         reserved = fence_reserve(zone, fence) if fence else (0, 0, 0)
         batches = split(planned, self.limits, reserved)
-        await apply_in_batches(
-            log,
-            "aws",
-            zone,
-            batches,
-            partial(self._send, zone, zone_id, fence=fence),
-            refused=InvalidChangeBatchError,
-            interval=self.batch_interval,
-            pacer=self.pacer,
-        )
+        await self._writer.write(zone, batches, partial(self._send, zone, zone_id, fence=fence), self.pacer)
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)

@@ -31,7 +31,7 @@ from shardsync.providers.base import (
     fence_record_name,
     unpaced,
 )
-from shardsync.providers.batch_apply import apply_in_batches
+from shardsync.providers.batch_writer import BatchWriter
 from shardsync.providers.cloudflare.batches import (
     FENCE_OPS,
     Op,
@@ -99,7 +99,14 @@ class CloudflareProvider:
         self.zone_ids = tuple(i for i in zone_ids if i)
         self.per_page = per_page
         self.batch_size = batch_size
-        self.batch_interval = batch_interval
+        self._writer: BatchWriter[Op] = BatchWriter(
+            log,
+            "cloudflare",
+            refused=BatchFailedError,
+            interval=batch_interval,
+            rejected_of=_rejected,
+            partly_applied=True,
+        )
         self.proxied = proxied
         self.comment = comment
         self._zones: dict[str, Zone] = {}
@@ -153,19 +160,9 @@ class CloudflareProvider:
             await self._read(zone, zone_id)
         invalid: list[Rejected] = []
         ops = self._operations(zone, changes, invalid)
-        await apply_in_batches(
-            log,
-            "cloudflare",
-            zone,
-            split(ops, self.batch_size - (FENCE_OPS if fence else 0)),
-            partial(self._send, zone, zone_id, fence=fence),
-            refused=BatchFailedError,
-            interval=self.batch_interval,
-            pacer=self.pacer,
-            rejected_of=_rejected,
-            already_rejected=invalid,
-            partly_applied=True,
-        )
+        batches = split(ops, self.batch_size - (FENCE_OPS if fence else 0))
+        send = partial(self._send, zone, zone_id, fence=fence)
+        await self._writer.write(zone, batches, send, self.pacer, already_rejected=invalid)
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)

@@ -31,7 +31,8 @@ import bisect
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
@@ -291,27 +292,27 @@ class FakeStore:
     ) -> T:
         """Run `op` under the data lock once the profile and the gate admitted `client`'s call (blocking);
         `change`: the zone the call changes (PriorRequestNotComplete); `writes`: the write tokens it takes."""
-        self._enforcer.admit(writes)
-        if change is not None:
-            self._enforcer.begin_change(change)
-        try:
-            with self._gate.call(client) as started, self._data:
-                return op(started)
-        finally:
-            if change is not None:
-                self._enforcer.end_change(change)
+        with self._admitted(change, writes), self._gate.call(client) as started, self._data:
+            return op(started)
 
     async def _gated_async(
         self, client: str, op: Callable[[Started], T], change: str | None = None, writes: int = 0
     ) -> T:
         """`_gated` on an event loop: waiting for a slot and the latency take no thread."""
+        with self._admitted(change, writes):
+            async with self._gate.call_async(client) as started:
+                with self._data:
+                    return op(started)
+
+    @contextmanager
+    def _admitted(self, change: str | None, writes: int) -> Iterator[None]:
+        """The profile's admission of a call (its write tokens), and the zone it changes marked as changing
+        for as long as it runs."""
         self._enforcer.admit(writes)
         if change is not None:
             self._enforcer.begin_change(change)
         try:
-            async with self._gate.call_async(client) as started:
-                with self._data:
-                    return op(started)
+            yield
         finally:
             if change is not None:
                 self._enforcer.end_change(change)

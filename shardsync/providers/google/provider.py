@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from shardsync.endpoint import Changes, Endpoint, normalize_name, same_targets
 from shardsync.logs import get_logger
 from shardsync.providers.base import FenceToken, Pacer, ProviderError, fence_record_name, unpaced
-from shardsync.providers.batch_apply import apply_in_batches
+from shardsync.providers.batch_writer import BatchWriter
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.google.batches import (
     Change,
@@ -81,7 +81,6 @@ class GoogleProvider:
         self.api = api
         self.zone_filter = zone_filter or ZoneFilter()
         self.limits = limits or Limits()
-        self.batch_interval = batch_interval
         self._zones: dict[str, ManagedZone] = {}
         self._left_out = LeftOutZones(
             log, "google", hint="choose with --google-zone-visibility or --zone-id-filter"
@@ -89,6 +88,9 @@ class GoogleProvider:
         # per zone: the record sets listed in a form their endpoint would not write back exactly
         self._as_listed: dict[str, dict[tuple[str, str], RRset]] = {}
         self._threads = WorkerThreads(max_in_flight)
+        self._writer: BatchWriter[Item] = BatchWriter(
+            log, "google", refused=ChangeRefusedError, interval=batch_interval
+        )
         # awaited before each further API request of one call (base.MultiRequest): the provider budget
         # paces and counts every listing page and change, not only every call
         self.pacer: Pacer = unpaced
@@ -128,16 +130,7 @@ class GoogleProvider:
         managed = await self._zone(zone)
         items = items_of(changes, partial(self._deletion_of, zone))
         batches = split(items, self.limits, fence_reserve(fence) if fence else (0, 0))
-        await apply_in_batches(
-            log,
-            "google",
-            zone,
-            batches,
-            partial(self._send, zone, managed, fence=fence),
-            refused=ChangeRefusedError,
-            interval=self.batch_interval,
-            pacer=self.pacer,
-        )
+        await self._writer.write(zone, batches, partial(self._send, zone, managed, fence=fence), self.pacer)
 
     async def acquire_fence(self, zone: str, token: FenceToken) -> None:
         zone = normalize_name(zone)

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from shardsync.flags import ConfigError, Flag, FlagGroup, duration, mirrored
 from shardsync.logs import get_logger
 from shardsync.providers.pdns.tls import tls_context
-from shardsync.providers.rfc2136.tsig import TsigFlags
+from shardsync.providers.rfc2136.tsig import TsigFlags, tsig_flags
 
 if TYPE_CHECKING:
     from shardsync.providers.pdns.provider import PdnsProvider
@@ -46,13 +46,7 @@ class PdnsOptions:
     fence_tsig_secret_alg: str = "hmac-sha256"
 
     def fence_tsig(self) -> TsigFlags:
-        return TsigFlags(
-            "pdns-fence-tsig",
-            self.fence_tsig_keyname,
-            self.fence_tsig_secret,
-            self.fence_tsig_secret_file,
-            self.fence_tsig_secret_alg,
-        )
+        return TsigFlags.of(self, "fence_tsig", "pdns-fence-tsig")
 
 
 def fence_address(value: str) -> tuple[str, int]:
@@ -118,15 +112,9 @@ FLAGS = FlagGroup(
             "none, writes are lease-timed)",
             flag="pdns-rfc2136-fence",
         ),
-        Flag("fence_tsig_keyname", "TSIG key name for the fence's UPDATEs", flag="pdns-fence-tsig-keyname"),
-        Flag(
-            "fence_tsig_secret",
-            "its secret, base64 (prefer the file or the environment)",
-            flag="pdns-fence-tsig-secret",
-            secret=True,
+        *tsig_flags(
+            "fence_tsig", "pdns-fence-tsig", "TSIG key name for the fence's UPDATEs", external_dns=False
         ),
-        Flag("fence_tsig_secret_file", "file holding that secret", flag="pdns-fence-tsig-secret-file"),
-        Flag("fence_tsig_secret_alg", "its TSIG algorithm", flag="pdns-fence-tsig-secret-alg"),
     ),
     _validate,
 )

@@ -23,21 +23,15 @@ from urllib.parse import quote
 import anyio
 import httpx
 import orjson
-from prometheus_client import Counter, Histogram
 
 from shardsync.providers.base import BatchRejectedError, ProviderError, ThrottledError, UnreachableError
 from shardsync.providers.httpclient import CLIENT_HEADER, retry_after, transport_errors
+from shardsync.providers.request_metrics import request_metrics
 
-REQUESTS = Counter(
-    "shardsync_pdns_requests_total",
+REQUESTS, REQUEST_SECONDS = request_metrics(
+    "pdns",
     "Requests to the PowerDNS HTTP API, by operation (zones, zone, patch) and result",
-    ["operation", "result"],
-)
-REQUEST_SECONDS = Histogram(
-    "shardsync_pdns_request_duration_seconds",
     "Duration of one request to the PowerDNS HTTP API",
-    ["operation"],
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 _CONTENT_REFUSED = frozenset({400, 422})
 

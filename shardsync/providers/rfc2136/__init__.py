@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shardsync.flags import ConfigError, Flag, FlagGroup, duration, mirrored
-from shardsync.providers.rfc2136.tsig import TsigFlags
+from shardsync.providers.rfc2136.tsig import TsigFlags, tsig_flags
 
 if TYPE_CHECKING:
     from shardsync.providers.rfc2136.provider import Rfc2136Provider
@@ -36,9 +36,7 @@ class Rfc2136Options:
     tsig_axfr: bool = True
 
     def tsig(self) -> TsigFlags:
-        return TsigFlags(
-            "rfc2136-tsig", self.tsig_keyname, self.tsig_secret, self.tsig_secret_file, self.tsig_secret_alg
-        )
+        return TsigFlags.of(self, "tsig", "rfc2136-tsig")
 
     def secret(self) -> str:
         """The TSIG secret from the flag/environment, else read from the file (never logged)."""
@@ -69,15 +67,7 @@ FLAGS = FlagGroup(
         mirrored("host", "DNS server receiving UPDATEs and answering AXFR", flag="rfc2136-host"),
         mirrored("port", "its port", kind=int, flag="rfc2136-port"),
         mirrored("zones", "zone managed on that server (repeatable)", repeat=True, flag="rfc2136-zone"),
-        mirrored("tsig_keyname", "TSIG key name", flag="rfc2136-tsig-keyname"),
-        mirrored(
-            "tsig_secret",
-            "TSIG secret, base64 (prefer the file or the environment)",
-            flag="rfc2136-tsig-secret",
-            secret=True,
-        ),
-        Flag("tsig_secret_file", "file holding the TSIG secret", flag="rfc2136-tsig-secret-file"),
-        mirrored("tsig_secret_alg", "TSIG algorithm", flag="rfc2136-tsig-secret-alg"),
+        *tsig_flags("tsig", "rfc2136-tsig", "TSIG key name", external_dns=True),
         mirrored(
             "min_ttl", "lowest TTL written (lower ones are raised)", kind=duration, flag="rfc2136-min-ttl"
         ),

@@ -43,7 +43,6 @@ import dns.rdatatype
 import dns.rrset
 import dns.tsig
 import dns.xfr
-from prometheus_client import Counter, Histogram
 
 from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
@@ -56,6 +55,7 @@ from shardsync.providers.base import (
     UnreachableError,
 )
 from shardsync.providers.fence_record import FENCE_TTL, FenceMoved, acquire_by_swap, refused_by_fence
+from shardsync.providers.request_metrics import request_metrics
 from shardsync.providers.rfc2136.messages import (
     UpdateBatch,
     UpdateBuilder,
@@ -72,16 +72,10 @@ from shardsync.providers.worker_threads import WorkerThreads
 # The package's name, the one it logged under as a single module: log lines keep their logger=.
 log = get_logger("shardsync.providers.rfc2136")
 
-REQUESTS = Counter(
-    "shardsync_rfc2136_requests_total",
+REQUESTS, REQUEST_SECONDS = request_metrics(
+    "rfc2136",
     "DNS messages exchanged with the RFC 2136 server, by operation (update, axfr, query) and result",
-    ["operation", "result"],
-)
-REQUEST_SECONDS = Histogram(
-    "shardsync_rfc2136_request_duration_seconds",
     "Duration of one exchange with the RFC 2136 server (a whole transfer for axfr)",
-    ["operation"],
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
 
 # Prerequisite failures: with a fence in the message, they mean the fence is no longer ours.

@@ -1,6 +1,7 @@
 """A TSIG key as flags give it (key name, secret or the file holding it, algorithm), checked before anything
 starts. The rfc2136 provider's `--rfc2136-tsig-*` flags and the pdns provider's fence flags
-(`--pdns-fence-tsig-*`) both describe one; the checks and messages are these, whichever flags gave it.
+(`--pdns-fence-tsig-*`) both describe one: `tsig_flags` declares the four flags of a key, `TsigFlags.of`
+reads them from the options, and the checks and messages are these, whichever flags gave it.
 
 dnspython is imported only inside `validate`: a replica of another provider never loads it.
 """
@@ -11,7 +12,26 @@ import base64
 import binascii
 from dataclasses import dataclass, field
 
-from shardsync.flags import ConfigError
+from shardsync.flags import ConfigError, Flag, mirrored
+
+_PARTS = ("keyname", "secret", "secret_file", "secret_alg")  # each key's fields: `<field>_<part>`
+
+
+def tsig_flags(field: str, prefix: str, keyname_help: str, *, external_dns: bool) -> tuple[Flag, ...]:
+    """The flags `--<prefix>-keyname`, `-secret`, `-secret-file`, `-secret-alg` filling the options fields
+    `<field>_keyname` … `<field>_secret_alg`; with `external_dns`, all but the file are external-dns's own."""
+    make = mirrored if external_dns else Flag
+    return (
+        make(f"{field}_keyname", keyname_help, flag=f"{prefix}-keyname"),
+        make(
+            f"{field}_secret",
+            "its secret, base64 (prefer the file or the environment)",
+            flag=f"{prefix}-secret",
+            secret=True,
+        ),
+        Flag(f"{field}_secret_file", "file holding that secret", flag=f"{prefix}-secret-file"),
+        make(f"{field}_secret_alg", "its TSIG algorithm", flag=f"{prefix}-secret-alg"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +43,12 @@ class TsigFlags:
     secret: str = field(default="", repr=False)
     secret_file: str = ""
     algorithm: str = "hmac-sha256"
+
+    @classmethod
+    def of(cls, options: object, field: str, prefix: str) -> TsigFlags:
+        """The key in the options fields `tsig_flags(field, prefix, …)` fills."""
+        keyname, secret, secret_file, algorithm = (str(getattr(options, f"{field}_{p}")) for p in _PARTS)
+        return cls(prefix, keyname, secret, secret_file, algorithm)
 
     def read_secret(self) -> str:
         """The secret from the flag/environment, else read from the file (never logged)."""
