@@ -1,4 +1,4 @@
-"""`python -m bench [--quick]`: the bench suite against the fake provider (README, section "Bench").
+"""`python -m bench [--quick]`: the bench suite against the fake provider (docs/bench.md).
 
 Runs every scenario with real processes on 127.0.0.1, shows progress, prints a table at the end, writes
 `bench/results/<timestamp>.json` and `latest.json`, and draws PNG plots when matplotlib is installed. Every

@@ -1,4 +1,4 @@
-"""`python -m bench.simulate [--quick]`: the sharding protocol at scale, simulated (README, "At scale").
+"""`python -m bench.simulate [--quick]`: the sharding protocol at scale, simulated (docs/bench.md, At scale).
 
 Prints a line per row while it runs, then the table; writes the JSON to `bench/results/simulate.json`
 (or `--out`). Exit status 1 when a zone ever ran at two replicas at once.

@@ -1,4 +1,4 @@
-"""The simulation's table, as text (printed at the end of a run) or Markdown (the README's "At scale")."""
+"""The simulation's table, as text (printed at the end of a run) or Markdown (docs/bench.md, "At scale")."""
 
 from __future__ import annotations
 
