@@ -43,7 +43,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         allow_abbrev=False,
     )
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="small sizes, about 2 minutes on 2 cores")
+    size.add_argument("--quick", action="store_true", help="small sizes, about 14 minutes on 2 cores")
     size.add_argument(
         "--profile", choices=sorted(PROFILES), help="full (default), quick or smoke (for tests)"
     )

@@ -1,5 +1,5 @@
 """The bench's sizes: `full` (the issue's figures, about 15 minutes on 2 cores, plus about half an hour of
-chaos and 18 minutes of provider_budget), `quick` (about 2 minutes, plus a few of chaos and provider_budget)
+chaos and 18 minutes of provider_budget), `quick` (about 14 minutes, 9 of them provider_budget)
 and `smoke` (seconds; for the test suite, figures meaningless).
 
 The fake provider is latency-bound: every call costs `latency` and a replica may have
