@@ -59,36 +59,34 @@ def address(index: int) -> str:
     return str(_BASE_IP + index % (1 << 17))
 
 
+def seeded_object(
+    api_version: str, kind: str, name: str, annotations: dict[str, str] | None = None, **parts: Any
+) -> Obj:
+    """An object of the seeding, labelled as part of shardsync-local: its metadata (with `annotations` when
+    given) and `parts` (spec, status)."""
+    metadata: Obj = {"name": name, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **parts}
+
+
 def service(index: int, zone: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": f"web-{index:04d}",
-            "labels": {"app.kubernetes.io/part-of": "shardsync-local"},
-            "annotations": {HOSTNAME_ANNOTATION: f"web.{zone}"},
-        },
-        "spec": {"type": "LoadBalancer", "externalIPs": [address(index)], "ports": [{"port": 80}]},
-    }
+    spec = {"type": "LoadBalancer", "externalIPs": [address(index)], "ports": [{"port": 80}]}
+    return seeded_object("v1", "Service", f"web-{index:04d}", {HOSTNAME_ANNOTATION: f"web.{zone}"}, spec=spec)
 
 
 def dns_endpoint(index: int, zone: str, per_zone: int) -> dict[str, Any]:
-    return {
-        "apiVersion": DNS_ENDPOINTS.api_version,
-        "kind": DNS_ENDPOINTS.kind,
-        "metadata": {"name": f"app-{index:04d}", "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
-        "spec": {
-            "endpoints": [
-                {
-                    "dnsName": f"app-{j}.{zone}",
-                    "recordType": "A",
-                    "recordTTL": 300,
-                    "targets": [address(index * 7 + j)],
-                }
-                for j in range(per_zone)
-            ]
-        },
-    }
+    endpoints = [
+        {
+            "dnsName": f"app-{j}.{zone}",
+            "recordType": "A",
+            "recordTTL": 300,
+            "targets": [address(index * 7 + j)],
+        }
+        for j in range(per_zone)
+    ]
+    name = f"app-{index:04d}"
+    return seeded_object(DNS_ENDPOINTS.api_version, DNS_ENDPOINTS.kind, name, spec={"endpoints": endpoints})
 
 
 def statefulset(replicas: int) -> dict[str, Any]:
@@ -171,13 +169,13 @@ def gateway_object() -> Obj:
             ("udp", "UDP", 53),
         )
     ]
-    return {
-        "apiVersion": gw.GATEWAYS.api_version,
-        "kind": gw.GATEWAYS.kind,
-        "metadata": {"name": GATEWAY, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
-        "spec": {"gatewayClassName": "shardsync-local", "listeners": listeners},
-        "status": {"addresses": [{"type": "IPAddress", "value": address((1 << 17) - 1)}]},
-    }
+    return seeded_object(
+        gw.GATEWAYS.api_version,
+        gw.GATEWAYS.kind,
+        GATEWAY,
+        spec={"gatewayClassName": "shardsync-local", "listeners": listeners},
+        status={"addresses": [{"type": "IPAddress", "value": address((1 << 17) - 1)}]},
+    )
 
 
 def route_object(route: gw.RouteKind, resource: Resource, index: int, zone: str) -> Obj:
@@ -194,17 +192,9 @@ def route_object(route: gw.RouteKind, resource: Resource, index: int, zone: str)
         "controllerName": "shardsync.local/none",
         "conditions": [accepted],
     }
-    return {
-        "apiVersion": resource.api_version,
-        "kind": resource.kind,
-        "metadata": {
-            "name": f"{route.label}-{index:04d}",
-            "labels": {"app.kubernetes.io/part-of": "shardsync-local"},
-            "annotations": annotations,
-        },
-        "spec": spec,
-        "status": {"parents": [parent]},
-    }
+    name = f"{route.label}-{index:04d}"
+    status = {"parents": [parent]}
+    return seeded_object(resource.api_version, resource.kind, name, annotations, spec=spec, status=status)
 
 
 def _create_with_status(kube: BlockingKube, resource: Resource, obj: Obj) -> None:
@@ -236,22 +226,13 @@ INGRESS_GATEWAY_SELECTOR = {"istio": "ingressgateway"}
 
 def ingress_gateway_service() -> Obj:
     """The Istio ingress gateway's Service, its load-balancer address in its status."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": INGRESS_GATEWAY, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
-        "spec": {"type": "LoadBalancer", "selector": INGRESS_GATEWAY_SELECTOR, "ports": [{"port": 80}]},
-        "status": {"loadBalancer": {"ingress": [{"ip": address((1 << 17) - 2)}]}},
-    }
+    spec = {"type": "LoadBalancer", "selector": INGRESS_GATEWAY_SELECTOR, "ports": [{"port": 80}]}
+    status = {"loadBalancer": {"ingress": [{"ip": address((1 << 17) - 2)}]}}
+    return seeded_object("v1", "Service", INGRESS_GATEWAY, spec=spec, status=status)
 
 
 def istio_object(kind: str, name: str, spec: Obj) -> Obj:
-    return {
-        "apiVersion": istio.GATEWAYS.api_version,
-        "kind": kind,
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
-        "spec": spec,
-    }
+    return seeded_object(istio.GATEWAYS.api_version, kind, name, spec=spec)
 
 
 def seed_istio(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str]) -> int:
@@ -282,33 +263,21 @@ def node_object(index: int, zone: str) -> Obj:
         {"type": "ExternalIP", "address": address(120_000 + index)},
         {"type": "InternalIP", "address": f"fd00:5eed::{index + 1:x}"},
     ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": f"node.{zone}", "labels": {"app.kubernetes.io/part-of": "shardsync-local"}},
-        "status": {"addresses": addresses},
-    }
+    return seeded_object("v1", "Node", f"node.{zone}", status={"addresses": addresses})
 
 
 def pod_object(index: int, zone: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"pod-{index:04d}",
-            "labels": {"app.kubernetes.io/part-of": "shardsync-local"},
-            "annotations": {
-                HOSTNAME_ANNOTATION: f"pod.{zone}",
-                "external-dns.alpha.kubernetes.io/internal-hostname": f"pod-internal.{zone}",
-            },
-        },
-        "spec": {
-            "nodeName": f"node.{zone}",
-            "hostNetwork": True,
-            "containers": [{"name": "pod", "image": "shardsync:local"}],
-        },
-        "status": {"phase": "Running", "podIP": address(125_000 + index)},
+    annotations = {
+        HOSTNAME_ANNOTATION: f"pod.{zone}",
+        "external-dns.alpha.kubernetes.io/internal-hostname": f"pod-internal.{zone}",
     }
+    spec = {
+        "nodeName": f"node.{zone}",
+        "hostNetwork": True,
+        "containers": [{"name": "pod", "image": "shardsync:local"}],
+    }
+    status = {"phase": "Running", "podIP": address(125_000 + index)}
+    return seeded_object("v1", "Pod", f"pod-{index:04d}", annotations, spec=spec, status=status)
 
 
 def seed_nodes_and_pods(kube: BlockingKube, zones: Sequence[str], sources: Sequence[str]) -> int:

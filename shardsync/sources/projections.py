@@ -116,6 +116,12 @@ def _shared_ready(ready: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return ready
 
 
+def _with_parts(out: Obj, **parts: dict[str, Any]) -> Obj:
+    """`out` with each of `parts` that holds anything (a slim copy leaves an empty spec or status out)."""
+    out.update((key, part) for key, part in parts.items() if part)
+    return out
+
+
 def _ours(annotations: Any) -> dict[str, Any]:
     if not isinstance(annotations, dict):
         return {}
@@ -145,11 +151,7 @@ def _pod(obj: Obj, published: bool) -> Obj:
     for key in ("phase", "hostIP"):
         if key in status:
             status[key] = _interned(status[key])
-    if spec:
-        out["spec"] = spec
-    if status:
-        out["status"] = status
-    return out
+    return _with_parts(out, spec=spec, status=status)
 
 
 def pod(obj: Obj) -> Obj:
@@ -190,11 +192,7 @@ def _node(obj: Obj, published: bool) -> Obj:
     out: Obj = {"metadata": meta}
     spec = _pick(obj.get("spec"), "unschedulable")
     status = _pick(obj.get("status"), "addresses")
-    if spec:
-        out["spec"] = spec
-    if status:
-        out["status"] = status
-    return out
+    return _with_parts(out, spec=spec, status=status)
 
 
 def node(obj: Obj) -> Obj:
@@ -277,12 +275,7 @@ def service(obj: Obj) -> Obj:
     spec = _pick(obj.get("spec"), *_SERVICE_SPEC)
     if "ports" in spec:
         spec["ports"] = _shared(spec["ports"])  # most Services expose the same few ports
-    if spec:
-        out["spec"] = spec
-    status = _pick(obj.get("status"), "loadBalancer")
-    if status:
-        out["status"] = status
-    return out
+    return _with_parts(out, spec=spec, status=_pick(obj.get("status"), "loadBalancer"))
 
 
 # What `service` reads of a Service, and what the service kind's placement reads (its annotations): the

@@ -48,7 +48,7 @@ per API.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from shardsync.endpoint import Changes, Endpoint
@@ -154,29 +154,8 @@ class Profile:
             raise ValueError("a change's limits must be >= 1 (None for no limit)")
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "batchRecords": self.batch_records,
-            "batchValueChars": self.batch_value_chars,
-            "pageSize": self.page_size,
-            "exactDeletes": self.exact_deletes,
-            "accountRate": self.account_rate,
-            "accountBurst": self.account_burst,
-            "processing": self.processing,
-            "windowRequests": self.window_requests,
-            "windowSeconds": self.window_seconds,
-            "blockSeconds": self.block_seconds,
-            "writeRate": self.write_rate,
-            "writeBurst": self.write_burst,
-            "writeWindow": self.write_window,
-            "recordWrites": self.record_writes,
-            "exactUpdates": self.exact_updates,
-            "serialChanges": self.serial_changes,
-            "changeAdditions": self.change_additions,
-            "changeDeletions": self.change_deletions,
-            "changeDataBytes": self.change_data_bytes,
-            "setValues": self.set_values,
-        }
+        """Every setting, named in camelCase (the admin API's and the bench's form)."""
+        return {_camel(f.name): getattr(self, f.name) for f in fields(self)}
 
     def with_account(self, rate: float | None = None, burst: int | None = None) -> Profile:
         """This profile with the account bucket's rate and/or burst replaced (None: keep)."""
@@ -231,6 +210,11 @@ GOOGLE = Profile(
 )
 # One entry per API the fake provider can play (`--profile`).
 PROFILES = {p.name: p for p in (NONE, ROUTE53, CLOUDFLARE, AZURE, GOOGLE)}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
 
 
 def batch_size(changes: Changes, update_weight: int = 2) -> tuple[int, int]:
