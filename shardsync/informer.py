@@ -20,10 +20,10 @@ from typing import Any
 import anyio
 from prometheus_client import Counter
 
-from shardsync.backoff import Backoff
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.objects import Resource, object_key, resource_version
+from shardsync.pacing.backoff import Backoff
 from shardsync.packed import PackedCache
 from shardsync.slim_json import decoder_for
 

@@ -1,7 +1,7 @@
 """Client-side limits of shardsync's Kubernetes client: external-dns's `--kube-api-qps`, `--kube-api-burst`
 and `--request-timeout`, with client-go's meaning.
 
-`TokenBucket` (shardsync.token_bucket) is client-go's default rate limiter: it starts
+`TokenBucket` (shardsync.pacing.token_bucket) is client-go's default rate limiter: it starts
 full with `burst` tokens and refills at `qps` per second; a request takes a token, or waits its turn for
 the next one (waiters queue in order). Every request of a `Kube`/`BlockingKube` built with `ClientLimits`
 goes through it, watches included, as in client-go. A call that carries its own deadline (lease renewals,
@@ -28,8 +28,8 @@ its one limiter) writes them one by one, each interval.
 
 from __future__ import annotations
 
-from shardsync.token_bucket import Throttled as Throttled
-from shardsync.token_bucket import TokenBucket as TokenBucket
+from shardsync.pacing.token_bucket import Throttled as Throttled
+from shardsync.pacing.token_bucket import TokenBucket as TokenBucket
 
 Timeout = float | tuple[float, float]
 Pair = tuple[float, float | None]

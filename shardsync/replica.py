@@ -22,7 +22,6 @@ import anyio
 from anyio.from_thread import BlockingPortal
 
 from shardsync import config
-from shardsync.backoff import Backoff
 from shardsync.delete_guard import DeleteGuard
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
@@ -30,11 +29,12 @@ from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
 from shardsync.noop_registry import NoopRegistry
-from shardsync.notify import Notifier
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.port import Ownership
 from shardsync.ownership.sharded import ShardedOwnership
 from shardsync.ownership.sole import SoleOwner
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import Provider, ProviderError, list_zones
 from shardsync.providers.budget import Budget, BudgetedProvider, share
 from shardsync.providers.cache import CachedProvider

@@ -25,11 +25,11 @@ from typing import Any, NoReturn
 import anyio
 
 from shardsync import allocator, collector, config, logs
-from shardsync.backoff import Backoff
 from shardsync.durations import format_duration
 from shardsync.kube import Kube, KubeconfigError
 from shardsync.kube_limits import ClientLimits
 from shardsync.logs import get_logger
+from shardsync.pacing.backoff import Backoff
 from shardsync.providers.base import Provider, ProviderError, fences_writes
 from shardsync.providers.table import PROVIDERS
 from shardsync.replica import Replica, ownership_for, provider_for

@@ -27,17 +27,17 @@ from dataclasses import dataclass, field
 import anyio
 from prometheus_client import Counter, Gauge, Histogram
 
-from shardsync.backoff import Backoff
 from shardsync.batches import halves
 from shardsync.change_log import ZoneChangeLog
 from shardsync.desired import DesiredIndex
 from shardsync.domain_filter import DomainFilter
 from shardsync.endpoint import Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
-from shardsync.log_digest import LogDigest, window_for
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.ownership.port import ZoneStatus
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.log_digest import LogDigest, window_for
+from shardsync.pacing.notify import Notifier
 from shardsync.plan import Policy, plan
 from shardsync.providers.base import (
     BatchRejectedError,

@@ -13,10 +13,10 @@ from typing import Any
 import anyio
 
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.ownership import shards_view
 from shardsync.ownership.metrics import GENERATION
 from shardsync.ownership.port import Host
+from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.clock import wall_at

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from shardsync.notify import Notifier
+from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import FenceToken
 
 

@@ -34,15 +34,15 @@ from typing import Any
 
 import anyio
 
-from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
-from shardsync.log_digest import LogDigest
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.ownership import shards_view
 from shardsync.ownership.metrics import GENERATION, HANDOFF_WAIT, MOVED
 from shardsync.ownership.port import Host
 from shardsync.ownership.shard_state import ShardState
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.log_digest import LogDigest
+from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.sharding.assignment import Assignment
 from shardsync.sharding.assignment_watch import AssignmentWatch

@@ -40,6 +40,7 @@ from prometheus_client import Counter, Gauge
 
 from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import get_logger
+from shardsync.pacing.token_bucket import TokenBucket
 from shardsync.providers.base import (
     FenceToken,
     MultiRequest,
@@ -48,7 +49,6 @@ from shardsync.providers.base import (
     list_zones,
     read_if_changed,
 )
-from shardsync.token_bucket import TokenBucket
 
 log = get_logger(__name__)
 

@@ -16,8 +16,8 @@ from prometheus_client import Counter
 
 from shardsync.informer import Informer
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, resource_version
+from shardsync.pacing.notify import Notifier
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name, is_successor
 from shardsync.sharding.site import Site
 

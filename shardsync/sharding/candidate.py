@@ -21,12 +21,12 @@ from typing import Any
 import anyio
 from prometheus_client import Gauge
 
-from shardsync.backoff import Backoff
 from shardsync.informer import Informer
 from shardsync.kube import KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import LEASES
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.sharding.clock import Clock
 from shardsync.sharding.election import Action, CoordinatorLease, Election, coordinator_lease_name
 from shardsync.sharding.member_loop import RENEW_FAILURES

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable
 import anyio
 from prometheus_client import Counter
 
-from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import CONFIGMAPS, resource_version
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.candidate import Candidate

@@ -23,11 +23,11 @@ from datetime import datetime
 import anyio
 from prometheus_client import Counter
 
-from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import LEASES
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.sharding.clock import Clock
 from shardsync.sharding.membership import (
     MalformedLease,

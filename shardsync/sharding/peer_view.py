@@ -30,12 +30,12 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from shardsync.backoff import Backoff
 from shardsync.informer import Informer
 from shardsync.kube import KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import LEASES
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.member_loop import MemberLoop

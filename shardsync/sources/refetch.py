@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
-from shardsync.backoff import Backoff
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import Obj, object_key
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 
 log = get_logger(__name__)
 

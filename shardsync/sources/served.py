@@ -22,12 +22,12 @@ from typing import Any
 import anyio
 from prometheus_client import Gauge
 
-from shardsync.backoff import Backoff
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, Obj, Resource, get
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.sources.kind import CrdNotice, SourceKind
 
 log = get_logger(__name__)

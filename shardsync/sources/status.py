@@ -24,12 +24,12 @@ from typing import Any
 import anyio
 from prometheus_client import Counter
 
-from shardsync.backoff import Backoff
 from shardsync.kube import KubeError
 from shardsync.kube_health import is_outage
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import Obj, Resource, get
+from shardsync.pacing.backoff import Backoff
+from shardsync.pacing.notify import Notifier
 from shardsync.sources.kind import SourceContext
 
 log = get_logger(__name__)

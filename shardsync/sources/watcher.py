@@ -58,8 +58,8 @@ from shardsync.events import EventRecorder
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
-from shardsync.notify import Notifier
 from shardsync.objects import Obj, ObjectRef, Resource
+from shardsync.pacing.notify import Notifier
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.gate import ObjectGate

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shardsync.token_bucket import TokenBucket
+from shardsync.pacing.token_bucket import TokenBucket
 
 MAX_TTL = 2**31 - 1
 MAX_RECORDS = 20  # per record set

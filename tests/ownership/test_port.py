@@ -12,11 +12,11 @@ import anyio.lowlevel
 import pytest
 
 from shardsync.desired import DesiredIndex
-from shardsync.notify import Notifier
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.port import Host, Ownership, ZoneStatus, ZoneWorker
 from shardsync.ownership.sharded import ShardedOwnership
 from shardsync.ownership.sole import SoleOwner
+from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore

@@ -24,9 +24,9 @@ from shardsync.desired import DesiredIndex
 from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
-from shardsync.notify import Notifier
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.sharded import ShardedOwnership
+from shardsync.pacing.notify import Notifier
 from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore

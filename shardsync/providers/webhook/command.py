@@ -28,10 +28,10 @@ import anyio
 from anyio.from_thread import BlockingPortal
 
 from shardsync import flag_args, logs
-from shardsync.backoff import Backoff
 from shardsync.config_checks import validate_address, validate_domain
 from shardsync.domain_filter import DomainFilter
 from shardsync.flags import ConfigError, Flag, FlagGroup, mirrored
+from shardsync.pacing.backoff import Backoff
 from shardsync.providers.base import Provider, ProviderError
 from shardsync.providers.table import PROVIDERS
 from shardsync.providers.webhook.server import WebhookServer, start_runner

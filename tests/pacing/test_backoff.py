@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from shardsync.backoff import Backoff
+from shardsync.pacing.backoff import Backoff
 
 
 def test_grows_and_is_capped() -> None:

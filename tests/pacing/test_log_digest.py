@@ -10,8 +10,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from shardsync.log_digest import MAX_GROUPS, LogDigest, shape, window_for
 from shardsync.logs import get_logger
+from shardsync.pacing.log_digest import MAX_GROUPS, LogDigest, shape, window_for
 from tests.waits import eventually
 
 log = get_logger("shardsync.test_digest")
