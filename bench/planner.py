@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shardsync.endpoint import CREATED_LABEL, OWNER_LABEL, RESOURCE_LABEL, Endpoint
-from shardsync.plan import Policy, plan
-from shardsync.registry import TxtRegistry
+from shardsync.records.endpoint import CREATED_LABEL, OWNER_LABEL, RESOURCE_LABEL, Endpoint
+from shardsync.records.plan import Policy, plan
+from shardsync.records.registry import TxtRegistry
 
 ZONE = "bench.example.com"
 OWNER = "bench"

@@ -12,10 +12,10 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from bench.cluster import OWNER_ID
-from shardsync.endpoint import Endpoint
 from shardsync.kube import BlockingKube
 from shardsync.local import seed
-from shardsync.registry import parse_labels
+from shardsync.records.endpoint import Endpoint
+from shardsync.records.registry import parse_labels
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES
 

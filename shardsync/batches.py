@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from shardsync.endpoint import Changes, Endpoint
+from shardsync.records.endpoint import Changes, Endpoint
 
 
 def counts_of(changes: Changes, rejected: Collection[tuple[str, str, str]] = ()) -> dict[str, int]:

@@ -20,9 +20,9 @@ from typing import Any
 from prometheus_client import Counter
 
 from shardsync.batches import counts_of
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import KVLogger
-from shardsync.registry import Key, parse_labels
+from shardsync.records.endpoint import Changes, Endpoint
+from shardsync.records.registry import Key, parse_labels
 
 LISTED = 20  # change lines at info per zone per sync; a bigger batch is summarised by its counts
 CHANGES = Counter("shardsync_changes_applied_total", "Record changes applied, by type", ["type"])

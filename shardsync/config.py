@@ -24,15 +24,15 @@ from typing import Any, TypeVar
 from shardsync import flag_args
 from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.durations import format_duration
-from shardsync.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
 from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STATUS_QPS
 from shardsync.logs import LOG_FORMATS, LOG_LEVELS
-from shardsync.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.providers.budget import DEFAULT_BURST as DEFAULT_PROVIDER_BURST
 from shardsync.providers.budget import DEFAULT_RATE_LIMIT
 from shardsync.providers.cache import DEFAULT_CACHE_TIME
 from shardsync.providers.table import PROVIDERS
+from shardsync.records.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
+from shardsync.records.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.sharding.publisher import DEFAULT_RESTART_GRACE
 from shardsync.sharding.timings import FENCED, UNFENCED, Timings
 from shardsync.sources import table as source_table

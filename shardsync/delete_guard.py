@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 
 from prometheus_client import Counter
 
-from shardsync.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
+from shardsync.records.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import event_ref
 

@@ -23,12 +23,9 @@ from anyio.from_thread import BlockingPortal
 
 from shardsync import config
 from shardsync.delete_guard import DeleteGuard
-from shardsync.desired import DesiredIndex
-from shardsync.domain_filter import DomainFilter
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.logs import get_logger
-from shardsync.noop_registry import NoopRegistry
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.port import Ownership
 from shardsync.ownership.sharded import ShardedOwnership
@@ -38,7 +35,10 @@ from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import Provider, ProviderError, list_zones
 from shardsync.providers.budget import Budget, BudgetedProvider, share
 from shardsync.providers.cache import CachedProvider
-from shardsync.registry import Registry, TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.noop_registry import NoopRegistry
+from shardsync.records.registry import Registry, TxtRegistry
 from shardsync.server import StatusServer
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings

@@ -29,16 +29,12 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from shardsync.batches import halves
 from shardsync.change_log import ZoneChangeLog
-from shardsync.desired import DesiredIndex
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Changes, Endpoint, fingerprint
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.ownership.port import ZoneStatus
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.log_digest import LogDigest, window_for
 from shardsync.pacing.notify import Notifier
-from shardsync.plan import Policy, plan
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -51,7 +47,11 @@ from shardsync.providers.base import (
     adjuster_of,
     read_if_changed,
 )
-from shardsync.registry import Registry, ZoneView
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import Changes, Endpoint, fingerprint
+from shardsync.records.plan import Policy, plan
+from shardsync.records.registry import Registry, ZoneView
 from shardsync.schedule import ZoneSchedule
 from shardsync.zone_reports import ZoneReports
 

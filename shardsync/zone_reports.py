@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter
 
-from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.events import EventRecorder
 from shardsync.logs import get_logger
-from shardsync.plan import Conflict, Skipped
 from shardsync.providers.base import Rejected
+from shardsync.records.endpoint import RESOURCE_LABEL
+from shardsync.records.plan import Conflict, Skipped
 from shardsync.sources.table import event_ref
 
 log = get_logger("shardsync.worker")  # the worker's lines, as before this module was split from it

@@ -21,9 +21,9 @@ from urllib.parse import quote
 
 import httpx
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.kube import BlockingKube, KubeError
 from shardsync.local import seed
+from shardsync.records.endpoint import Changes, Endpoint
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES
 

@@ -34,11 +34,11 @@ from bench.chaos.executor import Executor, Say
 from bench.chaos.plan import plan
 from bench.cluster import Cluster
 from bench.records import Record, actual_records, desired_by_zone
-from shardsync.endpoint import Endpoint
 from shardsync.local import seed
 from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.providers.fake.audit import AuditEntry
 from shardsync.providers.fake.faults import Faults
+from shardsync.records.endpoint import Endpoint
 from shardsync.sharding.timings import Timings
 
 

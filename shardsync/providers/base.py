@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from shardsync.endpoint import Changes, Endpoint
+from shardsync.records.endpoint import Changes, Endpoint
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -17,7 +17,6 @@ from typing import Generic, Protocol, TypeVar
 
 import anyio
 
-from shardsync.endpoint import Endpoint
 from shardsync.logs import KVLogger
 from shardsync.providers.base import (
     Pacer,
@@ -28,6 +27,7 @@ from shardsync.providers.base import (
     UnreachableError,
 )
 from shardsync.providers.packing import Grouped, by_group
+from shardsync.records.endpoint import Endpoint
 
 
 class GroupedChange(Grouped, Protocol):

@@ -38,7 +38,6 @@ from typing import TypeVar
 import anyio
 from prometheus_client import Counter, Gauge
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.logs import get_logger
 from shardsync.pacing.token_bucket import TokenBucket
 from shardsync.providers.base import (
@@ -49,6 +48,7 @@ from shardsync.providers.base import (
     list_zones,
     read_if_changed,
 )
+from shardsync.records.endpoint import Changes, Endpoint
 
 log = get_logger(__name__)
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 from prometheus_client import Counter
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FenceToken,
@@ -37,6 +36,7 @@ from shardsync.providers.base import (
     ProviderError,
     ThrottledError,
 )
+from shardsync.records.endpoint import Changes, Endpoint
 
 DEFAULT_CACHE_TIME = 0.0  # external-dns's --provider-cache-time default: no cache
 

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from shardsync.endpoint import normalize_name
+from shardsync.records.endpoint import normalize_name
 from shardsync.sharding.balance import rebalance
 from shardsync.sharding.membership import labels
 from shardsync.sharding.ring import (

@@ -38,7 +38,7 @@ import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from shardsync.endpoint import normalize_name
+from shardsync.records.endpoint import normalize_name
 from shardsync.sharding.slots import balance_slots, grow, slot_count_for, slot_of_name
 
 PERCENT = 5  # the band's half-width, in percent of a member's share

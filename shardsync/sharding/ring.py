@@ -32,7 +32,7 @@ from types import MappingProxyType
 
 from uhashring import HashRing
 
-from shardsync.endpoint import normalize_name
+from shardsync.records.endpoint import normalize_name
 
 HASHES = ("md5", "ketama")
 DEFAULT_HASH = "md5"

@@ -25,7 +25,7 @@ import hashlib
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 
-from shardsync.endpoint import normalize_name
+from shardsync.records.endpoint import normalize_name
 
 MIN_SLOTS = 1024
 SLOTS_PER_MEMBER = 64

@@ -31,8 +31,8 @@ from typing import Any
 import httpx
 import orjson
 
-from shardsync.endpoint import name_error, normalize_name
 from shardsync.flags import count, positive
+from shardsync.records.endpoint import name_error, normalize_name
 from shardsync.sharding.assignment import Assignment, CorruptAssignment
 from shardsync.shards import table
 from shardsync.shards.analysis import WhatIfError, explain_zone, what_if_replicas

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from shardsync.endpoint import Endpoint
 from shardsync.flags import ConfigError, Flag, FlagGroup, mirrored
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.annotations import GA_PREFIX, PREFIXES
 from shardsync.sources.fqdn import FqdnTemplate
 from shardsync.sources.limits import (

@@ -25,7 +25,10 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from shardsync.endpoint import (
+from shardsync.kube import Kube
+from shardsync.manifests import CRD_FILE, CRD_NAME
+from shardsync.objects import ObjectRef, Resource, get, get_str, same_but_version
+from shardsync.records.endpoint import (
     CREATED_LABEL,
     INTERNAL_LABEL_PREFIX,
     RESOURCE_LABEL,
@@ -34,9 +37,6 @@ from shardsync.endpoint import (
     InvalidEndpoint,
     canonical_target,
 )
-from shardsync.kube import Kube
-from shardsync.manifests import CRD_FILE, CRD_NAME
-from shardsync.objects import ObjectRef, Resource, get, get_str, same_but_version
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator

@@ -4,7 +4,7 @@
   `--annotation-filter` (label-selector syntax on the object's annotations). external-dns-prefixed
   annotations are matched under both prefixes, so a filter written for either version of external-dns sees
   annotations written for either.
-- `DomainFilter` (shardsync.domain_filter): `--domain-filter`, `--exclude-domains`,
+- `DomainFilter` (shardsync.records.domain_filter): `--domain-filter`, `--exclude-domains`,
   `--regex-domain-filter` and `--regex-domain-exclusion` (`regex` checks the last two at start-up).
 - `RecordTypeFilter`: `--managed-record-types` (default A, AAAA, CNAME) and `--exclude-record-types`.
 
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import DEFAULT_MANAGED_TYPES, Endpoint
 from shardsync.objects import get_str, get_str_map
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import DEFAULT_MANAGED_TYPES, Endpoint
 from shardsync.selectors import Selector, parse_selector
 from shardsync.sources.annotations import with_both_prefixes
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shardsync.endpoint import Endpoint
 from shardsync.objects import Obj, ObjectRef
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.limits import ObjectLimits, cap_endpoints, trim_annotations
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.result import Problem

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.endpoint import Endpoint
 from shardsync.manifests import ISTIO_CRDS_FILE
 from shardsync.objects import Resource, get, get_list, get_str, get_str_list, get_str_map
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shardsync.endpoint import Endpoint
 from shardsync.objects import Obj, ObjectRef
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.result import Problem
 
 REASON = "ObjectLimitExceeded"

@@ -19,7 +19,7 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import replace
 
-from shardsync.endpoint import Endpoint
+from shardsync.records.endpoint import Endpoint
 
 RECORD_TYPE_PROPERTY = "record-type"  # external-dns's endpoint.ProviderSpecificRecordType
 Claim = tuple[str, int]  # (name asking for the PTR, its TTL)

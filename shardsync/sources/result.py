@@ -12,7 +12,8 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from shardsync.endpoint import (
+from shardsync.objects import ObjectRef
+from shardsync.records.endpoint import (
     CREATED_LABEL,
     RESOURCE_LABEL,
     Endpoint,
@@ -20,7 +21,6 @@ from shardsync.endpoint import (
     canonical_target,
     normalize_name,
 )
-from shardsync.objects import ObjectRef
 
 # The Event reason of a problem found in a source object, unless the problem names its own.
 INVALID_REASON = "InvalidEndpoint"

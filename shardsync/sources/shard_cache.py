@@ -31,10 +31,10 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from shardsync.desired import DesiredIndex
 from shardsync.informer import Informer
 from shardsync.kube import Kube
 from shardsync.objects import Obj, Resource
+from shardsync.records.desired import DesiredIndex
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import Names, SourceKind
 from shardsync.sources.refetch import Refetcher

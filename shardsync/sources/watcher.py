@@ -51,15 +51,15 @@ import anyio
 import anyio.lowlevel
 from prometheus_client import Counter
 
-from shardsync.desired import DesiredIndex
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Endpoint
 from shardsync.events import EventRecorder
 from shardsync.informer import Informer
 from shardsync.kube import Kube, KubeError
 from shardsync.logs import get_logger
 from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.pacing.notify import Notifier
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.gate import ObjectGate

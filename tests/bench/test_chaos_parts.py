@@ -10,8 +10,8 @@ from bench.chaos.churn import FOREIGN_OWNER, foreign_records, foreign_touched
 from bench.chaos.plan import API_PAUSE_SECONDS, KINDS, plan
 from bench.chaos.run import liveness_bound
 from bench.profiles import FULL
-from shardsync.endpoint import Endpoint
-from shardsync.registry import parse_labels
+from shardsync.records.endpoint import Endpoint
+from shardsync.records.registry import parse_labels
 from shardsync.sharding.timings import Timings
 from tests.multiprocess import harness
 from tests.multiprocess.test_chaos import DEFAULT_FAULTS, DEFAULT_SEED

@@ -27,7 +27,6 @@ import dns.rdtypes.IN.SRV
 import dns.rrset
 from hypothesis import strategies as st
 
-from shardsync.endpoint import Endpoint
 from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import HostedZone
@@ -35,6 +34,7 @@ from shardsync.providers.pdns.fencing import LeaseTimed
 from shardsync.providers.pdns.provider import PdnsProvider
 from shardsync.providers.rfc2136.messages import endpoints_from_rrsets
 from shardsync.providers.webhook.client import WebhookProvider
+from shardsync.records.endpoint import Endpoint
 from tests.fuzz.objects import dns_endpoint
 from tests.fuzz.support import junk, maybe
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsync.endpoint import Endpoint
-from shardsync.plan import plan
 from shardsync.providers.base import ProviderError
-from shardsync.registry import TxtRegistry
+from shardsync.records.endpoint import Endpoint
+from shardsync.records.plan import plan
+from shardsync.records.registry import TxtRegistry
 from tests.fuzz.readers import READERS, Reader
 from tests.fuzz.support import count, fuzzing
 

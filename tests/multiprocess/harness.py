@@ -34,10 +34,10 @@ from bench.audit import overlapping_writes
 from bench.cluster import Cluster, ClusterSpec, Replica, zone_names
 from bench.records import Record, actual_records, desired_by_zone
 from shardsync.durations import format_duration
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.local import seed
 from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.providers.fake.audit import AuditEntry
+from shardsync.records.endpoint import Changes, Endpoint
 from shardsync.sharding.timings import Timings
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES

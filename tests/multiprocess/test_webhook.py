@@ -24,13 +24,13 @@ import pytest
 
 from bench.cluster import Cluster, ClusterSpec, zone_names
 from bench.records import actual_records, desired_by_zone
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.local.children import Child, stop_all
 from shardsync.local.infra import free_port
 from shardsync.providers.base import FencedError, FenceToken
 from shardsync.providers.fake.audit import AuditEntry
 from shardsync.providers.webhook.client import WebhookProvider
 from shardsync.providers.webhook.protocol import FENCE_HEADER, MEDIA_TYPE, fence_value
+from shardsync.records.endpoint import Changes, Endpoint
 from shardsync.sharding.timings import Timings
 from tests.multiprocess.conftest import StartCluster
 from tests.multiprocess.failover import kill_and_fail_over

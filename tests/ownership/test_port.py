@@ -11,7 +11,6 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from shardsync.desired import DesiredIndex
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.port import Host, Ownership, ZoneStatus, ZoneWorker
 from shardsync.ownership.sharded import ShardedOwnership
@@ -20,7 +19,8 @@ from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.registry import TxtRegistry
 from shardsync.replica import Replica
 from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually

@@ -8,9 +8,9 @@ too-long TXT names (test_registry_parity), CNAME with two targets and SRV hosts 
 
 from __future__ import annotations
 
-from shardsync.endpoint import Changes, Endpoint
-from shardsync.plan import SkipReason, plan
-from shardsync.registry import TxtRegistry, serialize_labels
+from shardsync.records.endpoint import Changes, Endpoint
+from shardsync.records.plan import SkipReason, plan
+from shardsync.records.registry import TxtRegistry, serialize_labels
 from shardsync.sources.annotations import parse as parse_annotations
 
 ME = "me"

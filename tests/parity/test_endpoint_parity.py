@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import Endpoint, InvalidEndpoint
+from shardsync.records.endpoint import Endpoint, InvalidEndpoint
 
 V6_REVERSE = "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa"
 

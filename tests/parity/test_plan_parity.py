@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import RESOURCE_LABEL, Endpoint
-from shardsync.plan import ConflictReason, plan
+from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
+from shardsync.records.plan import ConflictReason, plan
 
 ME = "me"
 NAME = "foo.ex.com"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
-from shardsync.plan import SkipReason
-from shardsync.registry import TxtRegistry, serialize_labels
-from shardsync.txt_names import TxtNameMapper, txt_name_fits
+from shardsync.records.endpoint import Changes, Endpoint
+from shardsync.records.plan import SkipReason
+from shardsync.records.registry import TxtRegistry, serialize_labels
+from shardsync.records.txt_names import TxtNameMapper, txt_name_fits
 
 ME = "owner"
 ZONE = "test-zone.example.org"

@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from shardsync.endpoint import Changes
 from shardsync.providers.fake.store import FakeStore
+from shardsync.records.endpoint import Changes
 
 
 class FakeClock:

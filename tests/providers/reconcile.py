@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import anyio
 
-from shardsync.desired import DesiredIndex
 from shardsync.providers.base import FenceToken, Provider
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 

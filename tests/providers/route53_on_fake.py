@@ -15,11 +15,11 @@ import bisect
 from collections.abc import Iterable
 from typing import Any
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.aws.errors import InvalidChangeBatchError, Start
 from shardsync.providers.aws.records import endpoints_of
 from shardsync.providers.aws.zones import HostedZone
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError
+from shardsync.records.endpoint import Changes, Endpoint
 
 
 class Route53OnFake:

@@ -17,15 +17,15 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.aws.api import Route53Api
 from shardsync.providers.aws.batches import Limits, fence_name
 from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter
 from shardsync.providers.base import FencedError, FenceToken
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.motoserver import MotoRoute53, moto_route53
 from tests.waits import eventually

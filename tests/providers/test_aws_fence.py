@@ -16,15 +16,15 @@ import anyio
 import pytest
 
 from bench.audit import overlapping_writes
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.aws.batches import fence_name
 from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.base import FencedError, FenceToken, ThrottledError
 from shardsync.providers.fake.profile import ROUTE53
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.providers.route53_on_fake import Route53OnFake
 from tests.waits import eventually

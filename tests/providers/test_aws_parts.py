@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.flags import ConfigError
 from shardsync.providers.aws import AwsOptions, _validate
 from shardsync.providers.aws.api import Route53Api
@@ -30,6 +29,7 @@ from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.records import adjust, endpoints_of, requires_delete_create, rrset_of, unescape
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter, by_name, parse_tags
 from shardsync.providers.base import FenceToken, ProviderError
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 
 ELB = "my-lb-1.eu-west-1.elb.amazonaws.com"
 NLB = "net-lb-abc.elb.us-east-2.amazonaws.com"

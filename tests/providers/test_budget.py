@@ -12,7 +12,6 @@ import pytest
 from prometheus_client import REGISTRY
 
 from shardsync.config import ConfigError
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken, Pacer, ProviderError, ThrottledError, unpaced
 from shardsync.providers.budget import (
     MAX_NAP,
@@ -28,6 +27,7 @@ from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.httpclient import retry_after
+from shardsync.records.endpoint import Changes, Endpoint
 from shardsync.replica import provider_for
 from tests.providers.fake_helpers import FakeClock
 from tests.test_config import FAKE, parse

@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.base import BatchRejectedError, FencedError, FenceToken, ThrottledError
 from shardsync.providers.budget import BudgetedProvider
 from shardsync.providers.cache import CachedProvider, StaleCacheError
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.providers.fake_helpers import FakeClock
 from tests.waits import eventually

@@ -19,14 +19,14 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.base import FencedError, FenceToken, Pacer, fence_record_name, unpaced
 from shardsync.providers.budget import Budget, BudgetedProvider
 from shardsync.providers.cloudflare.api import CloudflareApi
 from shardsync.providers.cloudflare.errors import CloudflareThrottledError
 from shardsync.providers.cloudflare.provider import CloudflareProvider
 from shardsync.providers.cloudflare.records import PROXIED
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.worker import Worker
 from tests.cloudfakes.cloudflare import BLOCK_SECONDS, CloudflareFake
 from tests.providers.reconcile import reconcile_once

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.fake.profile import AZURE, PROFILES, AccountThrottledError, profile_from_json
 from shardsync.providers.fake.store import FakeStore
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.providers.fake_helpers import FakeClock
 
 ZONE = "example.org"

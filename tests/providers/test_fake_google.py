@@ -11,7 +11,6 @@ import argparse
 
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.command import configure
 from shardsync.providers.fake.limits import Limits
@@ -26,6 +25,7 @@ from shardsync.providers.fake.profile import (
     profile_from_json,
 )
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.providers.fake_helpers import FakeClock, Latency, change_in_flight
 
 ZONE = "example.org"

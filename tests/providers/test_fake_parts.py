@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import BatchRejectedError, FencedError, FenceToken, ProviderError
 from shardsync.providers.fake.audit import AuditLog
 from shardsync.providers.fake.faults import Faults, InjectedError, InjectedFaults, InjectedRecordError
 from shardsync.providers.fake.limits import FakeThrottledError, Gate, Limits
 from shardsync.providers.fake.seed import seeded_records, zone_name
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.providers.fake_helpers import FakeClock
 
 

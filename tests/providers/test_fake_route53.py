@@ -19,7 +19,6 @@ import anyio
 import pytest
 
 from bench.audit import overlapping_writes
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FencedError, FenceToken
 from shardsync.providers.fake.client import FakeAdmin, FakeHTTPProvider
 from shardsync.providers.fake.command import configure
@@ -34,6 +33,7 @@ from shardsync.providers.fake.profile import (
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.providers.fake_helpers import FakeClock, Latency, change_in_flight
 
 ZONE = "example.org"

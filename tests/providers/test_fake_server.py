@@ -16,7 +16,6 @@ import httpx
 import pytest
 
 from bench.audit import overlapping_writes
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -31,6 +30,7 @@ from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.providers.fake_helpers import Latency
 
 Z0 = "zone-0000.example"

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -25,6 +24,7 @@ from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.seed import zone_name
 from shardsync.providers.fake.store import FakeStore, InvalidChangesError, UnknownZoneError
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.providers.fake_helpers import FakeClock, Latency
 
 Z0 = "zone-0000.example"

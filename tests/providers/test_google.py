@@ -22,8 +22,6 @@ import anyio
 import pytest
 from google.auth.credentials import AnonymousCredentials
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers import google
 from shardsync.providers.base import FenceToken, RecordsRejectedError
 from shardsync.providers.google.api import CloudDnsApi
@@ -31,7 +29,9 @@ from shardsync.providers.google.errors import GoogleThrottledError
 from shardsync.providers.google.provider import GoogleProvider
 from shardsync.providers.google.zones import ZoneFilter
 from shardsync.providers.table import PROVIDERS
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.cloudfakes.google import GoogleCloudDnsFake
 from tests.waits import eventually

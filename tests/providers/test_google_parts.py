@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as google_errors
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken, ProviderError
 from shardsync.providers.google.api import _mapped
 from shardsync.providers.google.batches import Limits, change_of, fence_reserve, items_of, split, token_of
 from shardsync.providers.google.errors import ChangeRefusedError, GoogleThrottledError
 from shardsync.providers.google.records import endpoint_of, listed, rrset_of
 from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_name
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 
 
 def rrset(name: str, rtype: str, *values: str, ttl: int = 300, **extra: Any) -> dict[str, Any]:

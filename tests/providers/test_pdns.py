@@ -19,8 +19,6 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import ALIAS_PROPERTY, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -30,7 +28,9 @@ from shardsync.providers.base import (
 )
 from shardsync.providers.pdns import PdnsOptions, build
 from shardsync.providers.pdns.provider import PdnsProvider
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import ALIAS_PROPERTY, RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.dnsservers import PowerDnsServer, require
 from tests.dnsservers.pdns import external_dns_rrsets

@@ -27,13 +27,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import BatchRejectedError, ProviderError, ThrottledError, UnreachableError
 from shardsync.providers.pdns import PdnsOptions, build
 from shardsync.providers.pdns.api import PdnsApi
 from shardsync.providers.pdns.fencing import LeaseTimed
 from shardsync.providers.pdns.provider import PdnsProvider
 from shardsync.providers.pdns.tls import tls_context
+from shardsync.records.endpoint import Changes, Endpoint
 
 pytestmark = pytest.mark.anyio
 

@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsync.endpoint import ALIAS_PROPERTY, Changes, Endpoint
 from shardsync.flags import ConfigError
-from shardsync.plan import plan
 from shardsync.providers.base import FencedError, FenceToken, fences_writes
 from shardsync.providers.pdns import PdnsOptions, fence_address
 from shardsync.providers.pdns.fencing import LeaseTimed
 from shardsync.providers.pdns.provider import zone_ids
 from shardsync.providers.pdns.rrsets import endpoints_of, patch_of
 from shardsync.providers.table import PROVIDERS
+from shardsync.records.endpoint import ALIAS_PROPERTY, Changes, Endpoint
+from shardsync.records.plan import plan
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,6 @@ import dns.rcode
 import dns.update
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     FencedError,
     FenceToken,
@@ -33,6 +32,7 @@ from shardsync.providers.base import (
 )
 from shardsync.providers.rfc2136.messages import written_spelling
 from shardsync.providers.rfc2136.provider import Rfc2136Provider
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.dnsservers import DnsTestServer
 
 pytestmark = pytest.mark.anyio

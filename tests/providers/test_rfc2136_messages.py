@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.rfc2136.messages import (
     UpdateBuilder,
@@ -28,6 +27,7 @@ from shardsync.providers.rfc2136.messages import (
     txt_strings,
     written_spelling,
 )
+from shardsync.records.endpoint import Changes, Endpoint
 
 SECRET = base64.b64encode(b"k" * 32).decode()
 ZONE = "example.test"

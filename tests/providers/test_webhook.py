@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     Provider,
@@ -21,6 +20,7 @@ from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.webhook.client import WebhookProvider
 from shardsync.providers.webhook.protocol import MEDIA_TYPE
+from shardsync.records.endpoint import Changes, Endpoint
 
 Z0 = "zone-0000.example"
 SUB = "sub.zone-0000.example"

@@ -11,7 +11,6 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -32,6 +31,7 @@ from shardsync.providers.webhook.protocol import (
     fence_value,
     parse_fence_value,
 )
+from shardsync.records.endpoint import Changes, Endpoint
 
 Z0 = "zone-0000.example"
 T1, T2, T3 = FenceToken(1, "replica-0"), FenceToken(2, "replica-0"), FenceToken(3, "replica-1")

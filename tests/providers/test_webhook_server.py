@@ -18,8 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -35,6 +33,8 @@ from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.webhook.client import WebhookProvider
 from shardsync.providers.webhook.protocol import FENCE_HEADER, FENCE_PATH, MEDIA_TYPE, fence_value
 from shardsync.providers.webhook.server import WebhookServer, start_runner
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import Changes, Endpoint
 
 Z0, Z1 = "zone-0000.example", "zone-0001.example"
 SUB = f"sub.{Z0}"

@@ -20,8 +20,6 @@ import anyio
 import anyio.abc
 
 from shardsync import __version__
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.ownership.active_passive import ActivePassiveOwnership
@@ -30,7 +28,9 @@ from shardsync.pacing.notify import Notifier
 from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.worker import Worker, WorkerOptions

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardsync.endpoint import Endpoint
 from shardsync.objects import object_key
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.ingress import INGRESSES

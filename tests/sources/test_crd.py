@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
+from shardsync.records.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.crd import dnsendpoint_endpoints, dnsendpoint_names
 from shardsync.sources.status import observed_generation_to_write

@@ -1,12 +1,12 @@
 """Object and record-type filters with external-dns's semantics (the domain filter's own tests:
-tests/test_domain_filter.py)."""
+tests/records/test_domain_filter.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Endpoint
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import Endpoint
 from shardsync.selectors import SelectorError
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 

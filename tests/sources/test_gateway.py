@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.objects import object_key
+from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import gateway as gw
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
+from shardsync.records.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import IngressOptions, ingress_endpoints, ingress_names
 

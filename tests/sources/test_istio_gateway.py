@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import RESOURCE_LABEL
+from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import istio
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.istio_gateway import GatewayTranslator, gateway_endpoints

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import RESOURCE_LABEL
+from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import istio
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.istio_virtualservice import GATEWAY_NOT_FOUND, binds, gateway_refs

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from shardsync.endpoint import Endpoint
 from shardsync.local.apiserver import ApiServer
 from shardsync.objects import ObjectRef
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.limits import REASON, ObjectLimits, cap_endpoints, trim_annotations
 from shardsync.sources.watcher import WatchOptions

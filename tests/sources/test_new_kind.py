@@ -12,9 +12,9 @@ import pytest
 from kubernetes import client
 
 from shardsync import config
-from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
+from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import table as source_table
 from shardsync.sources.table import SOURCES
 from shardsync.sources.watcher import INVALID_REASON, WatchOptions

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from shardsync.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
 from shardsync.objects import ObjectRef
+from shardsync.records.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.node import KIND, node_endpoints

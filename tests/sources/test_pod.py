@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from shardsync.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
 from shardsync.objects import Resource
+from shardsync.records.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext
 from shardsync.sources.pod import KIND, PodOptions, pod_endpoints, pod_names

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import RESOURCE_LABEL, normalize_name
+from shardsync.records.endpoint import RESOURCE_LABEL, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints, service_names
 

@@ -11,10 +11,10 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from shardsync.desired import DesiredIndex
 from shardsync.kube import KubeError
 from shardsync.kube_health import ApiHealth
 from shardsync.objects import Obj, Resource
+from shardsync.records.desired import DesiredIndex
 from shardsync.sources import crd
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.crd import DNS_ENDPOINTS

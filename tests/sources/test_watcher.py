@@ -12,8 +12,8 @@ import anyio.to_thread
 import pytest
 from kubernetes import client
 
-from shardsync.endpoint import RESOURCE_LABEL
 from shardsync.local.apiserver import ApiServer
+from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import service as service_module
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.ingress import IngressOptions

@@ -10,9 +10,9 @@ import anyio
 import pytest
 from kubernetes import client
 
-from shardsync.endpoint import Endpoint
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
+from shardsync.records.endpoint import Endpoint
 from shardsync.sources.watcher import INVALID_REASON, WatchOptions
 
 from .watching import (

@@ -14,9 +14,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from shardsync.desired import DesiredIndex
 from shardsync.events import EventRecorder
 from shardsync.objects import ObjectRef, Resource, get_str, get_str_list, same_but_version
+from shardsync.records.desired import DesiredIndex
 from shardsync.sources import service as service_module
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator

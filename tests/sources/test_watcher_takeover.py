@@ -15,11 +15,11 @@ import anyio
 import pytest
 from kubernetes import client
 
-from shardsync.desired import DesiredIndex
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
+from shardsync.records.desired import DesiredIndex
 from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings

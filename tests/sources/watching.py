@@ -16,10 +16,10 @@ import anyio.to_thread
 from kubernetes import client
 from prometheus_client import REGISTRY
 
-from shardsync.desired import DesiredIndex
 from shardsync.events import EventRecorder
 from shardsync.kube import Kube
 from shardsync.local.apiserver import ApiServer
+from shardsync.records.desired import DesiredIndex
 from shardsync.sources.kind import SourceKind
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import SOURCES

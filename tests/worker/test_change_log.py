@@ -13,11 +13,11 @@ import pytest
 
 from shardsync import logs
 from shardsync.change_log import LISTED, change_fields
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.store import FakeStore
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
 from tests.waits import eventually
 from tests.worker.test_worker import ZONE, make, names, running, svc
 

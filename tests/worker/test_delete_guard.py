@@ -8,13 +8,13 @@ import anyio
 import pytest
 
 from shardsync.delete_guard import REASON, DeleteGuard
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.events import EventRecorder
 from shardsync.objects import ObjectRef
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 

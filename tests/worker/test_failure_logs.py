@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from shardsync.desired import DesiredIndex
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.store import FakeStore
+from shardsync.records.desired import DesiredIndex
 from tests.waits import eventually
 from tests.worker.test_worker import make, running
 

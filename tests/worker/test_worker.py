@@ -10,14 +10,14 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.registry import TxtRegistry
 from shardsync.worker import NOT_WRITING_RETRY, Worker, WorkerOptions
 from tests.waits import eventually
 

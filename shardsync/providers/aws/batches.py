@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.aws.records import requires_delete_create, value_size
 from shardsync.providers.base import FenceToken, fence_record_name
 from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
 from shardsync.providers.packing import by_group, pack
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 
 _ORDER = {"UPSERT": 0, "DELETE": 1, "CREATE": 2}  # external-dns sorts actions descending by name
 

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Any, Protocol
 
-from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.aws.batches import (
     Change,
@@ -44,6 +43,7 @@ from shardsync.providers.batch_writer import BatchWriter
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.worker_threads import WorkerThreads
 from shardsync.providers.zone_choice import LeftOutZones
+from shardsync.records.endpoint import Changes, Endpoint, normalize_name
 
 log = get_logger("shardsync.providers.aws")
 

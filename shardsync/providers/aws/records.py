@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from shardsync.endpoint import ALIAS_PROPERTY, Endpoint, normalize_name
 from shardsync.providers.aws.canonical import canonical_hosted_zone
+from shardsync.records.endpoint import ALIAS_PROPERTY, Endpoint, normalize_name
 
 DEFAULT_TTL = 300
 TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR", "NAPTR"})

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from shardsync.endpoint import normalize_name
 from shardsync.providers.aws.records import clean_zone_id
 from shardsync.providers.zone_choice import one_per_name
 from shardsync.providers.zone_ids import zone_id_matches
+from shardsync.records.endpoint import normalize_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,6 @@ from azure.core.pipeline.policies import AsyncRetryPolicy
 from azure.mgmt.dns.aio import DnsManagementClient
 from prometheus_client import Counter
 
-from shardsync.endpoint import normalize_name
 from shardsync.providers.azure.config import Cloud
 from shardsync.providers.azure.errors import (
     AzureThrottledError,
@@ -42,6 +41,7 @@ from shardsync.providers.azure.errors import (
 from shardsync.providers.azure.zones import Zone, resource_group_of
 from shardsync.providers.base import Pacer, ProviderError, UnreachableError
 from shardsync.providers.httpclient import Answer, retry_after
+from shardsync.records.endpoint import normalize_name
 
 CALLS = Counter(
     "shardsync_azure_api_calls_total",

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.azure.errors import PreconditionFailedError, WriteRefusedError, ZoneChangedError
 from shardsync.providers.azure.records import InvalidTargetError, adjust, body_of, endpoint_of, relative_name
@@ -57,6 +56,7 @@ from shardsync.providers.base import (
 )
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.zone_choice import LeftOutZones
+from shardsync.records.endpoint import Changes, Endpoint, normalize_name
 
 log = get_logger("shardsync.providers.azure")
 

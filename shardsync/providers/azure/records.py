@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from shardsync.endpoint import Endpoint, normalize_name
+from shardsync.records.endpoint import Endpoint, normalize_name
 
 DEFAULT_TTL = 300  # external-dns's, when an endpoint sets none
 TYPE_PREFIX = "microsoft.network/dnszones/"

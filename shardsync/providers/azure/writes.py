@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FENCE_LABEL, FenceToken
 from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 
 FENCE_NAME = FENCE_LABEL  # the fence record set's name, relative to its zone
 BATCH_WRITES = 20  # record-set writes one bump of the fence covers

@@ -23,11 +23,11 @@ import cloudflare
 import httpx
 from prometheus_client import Counter
 
-from shardsync.endpoint import normalize_name
 from shardsync.flags import ConfigError
 from shardsync.providers.base import Pacer, ProviderError, UnreachableError
 from shardsync.providers.cloudflare.errors import BatchFailedError, CloudflareThrottledError
 from shardsync.providers.httpclient import retry_after
+from shardsync.records.endpoint import normalize_name
 
 CALLS = Counter(
     "shardsync_cloudflare_api_calls_total",

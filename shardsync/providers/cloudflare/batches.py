@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken, fence_record_name
 from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
 from shardsync.providers.packing import by_group, pack
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 
 Action = Literal["delete", "put", "post"]
 ANCHOR = '"shardsync fence anchor"'

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any, Protocol
 
-from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     FencedError,
@@ -55,6 +54,7 @@ from shardsync.providers.cloudflare.records import (
 )
 from shardsync.providers.fence_record import FenceMoved, acquire_by_swap, refused_by_fence
 from shardsync.providers.zone_choice import LeftOutZones, one_per_name
+from shardsync.records.endpoint import Changes, Endpoint, normalize_name
 
 log = get_logger("shardsync.providers.cloudflare")
 

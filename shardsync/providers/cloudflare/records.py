@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shardsync.endpoint import Endpoint, normalize_name
 from shardsync.logs import get_logger
+from shardsync.records.endpoint import Endpoint, normalize_name
 
 log = get_logger("shardsync.providers.cloudflare")
 

@@ -23,7 +23,6 @@ import aiohttp
 import httpx
 import orjson
 
-from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -38,6 +37,7 @@ from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import FakeThrottledError, Limits
 from shardsync.providers.fake.profile import Profile, profile_from_json
 from shardsync.providers.httpclient import CLIENT_HEADER, transport_errors
+from shardsync.records.endpoint import Changes, Endpoint, InvalidEndpoint
 
 DEFAULT_TIMEOUT = 10.0
 _JSON_HEADERS = {"Content-Type": "application/json"}

@@ -10,7 +10,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.kube_limits import Throttled, TokenBucket
 from shardsync.providers.azure.writes import BATCH_WRITES as AZURE_BATCH_WRITES
 from shardsync.providers.fake.profile import (
@@ -22,6 +21,7 @@ from shardsync.providers.fake.profile import (
     batch_size,
     change_size,
 )
+from shardsync.records.endpoint import Changes, Endpoint
 
 
 class RequestWindow:

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shardsync.endpoint import Changes, normalize_name
 from shardsync.providers.base import BatchRejectedError, ProviderError
+from shardsync.records.endpoint import Changes, normalize_name
 
 
 class InjectedError(ProviderError):

@@ -51,9 +51,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import BatchRejectedError
 from shardsync.providers.fake.limits import FakeThrottledError
+from shardsync.records.endpoint import Changes, Endpoint
 
 # Route53's documented numbers (API reference, ChangeResourceRecordSets / ListResourceRecordSets; the
 # account bucket as announced for 2026-07).

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.limits import ANONYMOUS
 from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.worker_threads import WorkerThreads
+from shardsync.records.endpoint import Changes, Endpoint
 
 
 class FakeProvider:

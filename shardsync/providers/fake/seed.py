@@ -8,7 +8,7 @@ record, so a replica treats them as someone else's and leaves them alone.
 
 from __future__ import annotations
 
-from shardsync.endpoint import Endpoint
+from shardsync.records.endpoint import Endpoint
 
 SEED_DOMAIN = "example"
 

@@ -62,7 +62,6 @@ import orjson
 from aiohttp import web
 
 from shardsync import logs
-from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
 from shardsync.providers.base import (
     BatchRejectedError,
     FencedError,
@@ -85,6 +84,7 @@ from shardsync.providers.webhook.server import (
     read_json,
     start_runner,
 )
+from shardsync.records.endpoint import Changes, Endpoint, InvalidEndpoint
 
 # The name it logged under as the module shardsync/providers/fake_server.py: log lines keep their logger=.
 log = logs.get_logger("shardsync.providers.fake_server")

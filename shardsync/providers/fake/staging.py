@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shardsync.endpoint import Changes, Endpoint, ZoneIndex, same_targets
 from shardsync.providers.base import BatchRejectedError, FenceToken, fence_record_name
 from shardsync.providers.fence_record import fence_value
+from shardsync.records.endpoint import Changes, Endpoint, ZoneIndex, same_targets
 
 Key = tuple[str, str, str]
 

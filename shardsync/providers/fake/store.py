@@ -36,7 +36,6 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
-from shardsync.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
 from shardsync.providers.base import FencedError, FenceToken, ProviderError
 from shardsync.providers.fake.audit import DEFAULT_AUDIT_LIMIT, AuditEntry, AuditLog
 from shardsync.providers.fake.enforcer import Enforcer
@@ -45,6 +44,7 @@ from shardsync.providers.fake.limits import ANONYMOUS, Gate, Limits
 from shardsync.providers.fake.profile import NONE, Profile
 from shardsync.providers.fake.seed import seeded_records, zone_name
 from shardsync.providers.fake.staging import InvalidChangesError, Key, commit, stage, with_fence
+from shardsync.records.endpoint import Changes, Endpoint, ZoneIndex, normalize_name
 
 __all__ = ["FakeStore", "InvalidChangesError", "UnknownZoneError"]
 

@@ -13,10 +13,10 @@ apply; off, the face is a server that never heard of the extension.
 
 from __future__ import annotations
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.limits import ANONYMOUS
 from shardsync.providers.fake.store import FakeStore
+from shardsync.records.endpoint import Changes, Endpoint
 
 
 class StoreFace:

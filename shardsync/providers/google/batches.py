@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.providers.base import FenceToken, fence_record_name
 from shardsync.providers.fence_record import FENCE_TTL, fence_value, token_in
 from shardsync.providers.google.records import RRset, absolute, rrdata_size, rrset_of
 from shardsync.providers.packing import by_group, pack
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 
 MAX_RRDATA_BYTES = 100_000  # Cloud DNS: "resource record data size per change"
 

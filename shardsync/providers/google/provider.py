@@ -22,7 +22,6 @@ from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any, Protocol
 
-from shardsync.endpoint import Changes, Endpoint, normalize_name, same_targets
 from shardsync.logs import get_logger
 from shardsync.providers.base import FenceToken, Pacer, ProviderError, fence_record_name, unpaced
 from shardsync.providers.batch_writer import BatchWriter
@@ -50,6 +49,7 @@ from shardsync.providers.google.records import (
 from shardsync.providers.google.zones import ManagedZone, ZoneFilter, by_dns_name
 from shardsync.providers.worker_threads import WorkerThreads
 from shardsync.providers.zone_choice import LeftOutZones
+from shardsync.records.endpoint import Changes, Endpoint, normalize_name, same_targets
 
 log = get_logger("shardsync.providers.google")
 

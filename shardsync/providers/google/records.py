@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shardsync.endpoint import Endpoint, normalize_name
+from shardsync.records.endpoint import Endpoint, normalize_name
 
 DEFAULT_TTL = 300
 # external-dns's supported types for Google (A, AAAA, CNAME, SRV, TXT, NS, MX; DNAME, which shardsync does

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from shardsync.endpoint import normalize_name
 from shardsync.providers.zone_choice import one_per_name
 from shardsync.providers.zone_ids import zone_id_matches
+from shardsync.records.endpoint import normalize_name
 
 VISIBILITIES = ("", "public", "private")
 

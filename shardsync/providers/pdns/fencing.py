@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from shardsync.endpoint import normalize_name
 from shardsync.providers.base import FencedError, FenceToken
+from shardsync.records.endpoint import normalize_name
 
 if TYPE_CHECKING:
     from shardsync.providers.rfc2136.provider import Rfc2136Provider

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.base import FenceToken, ProviderError, RecordsRejectedError
 from shardsync.providers.pdns.fencing import Fence
 from shardsync.providers.pdns.rrsets import endpoints_of, patch_of
+from shardsync.records.endpoint import Changes, Endpoint, normalize_name
 
 log = get_logger("shardsync.providers.pdns")
 

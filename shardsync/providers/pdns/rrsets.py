@@ -11,8 +11,8 @@ wrote it and what shardsync writes is, byte for byte, what it would have written
 - the TTL is the endpoint's, else 300 (external-dns's default for pdns); a DELETE carries none;
 - a CNAME at the zone apex, or with the `alias` property "true", is written as PowerDNS's ALIAS; an ALIAS
   reads back as a CNAME, with `alias` "true" below the apex, so a record written that way plans no change;
-- read: one endpoint per rrset of the managed types (shardsync.endpoint.SUPPORTED_TYPES, and ALIAS), the
-  contents of its enabled records as targets, their trailing dot trimmed except on TXT and SRV
+- read: one endpoint per rrset of the managed types (shardsync.records.endpoint.SUPPORTED_TYPES, and ALIAS),
+  the contents of its enabled records as targets, their trailing dot trimmed except on TXT and SRV
   (external-dns's NewEndpointWithTTL). A disabled record is no target, and an rrset with none enabled is not
   listed. SOA and every other type are not listed, so never changed, as external-dns's plan leaves the
   types it does not manage alone;
@@ -29,8 +29,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.endpoint import ALIAS_PROPERTY, SUPPORTED_TYPES, Changes, Endpoint, normalize_name
 from shardsync.providers.base import Rejected
+from shardsync.records.endpoint import ALIAS_PROPERTY, SUPPORTED_TYPES, Changes, Endpoint, normalize_name
 
 DEFAULT_TTL = 300  # external-dns's pdns defaultTTL, written for an endpoint without one
 MAX_TTL = 2**31 - 1  # external-dns refuses a TTL that overflows int32

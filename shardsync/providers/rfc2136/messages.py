@@ -40,8 +40,8 @@ import dns.tokenizer
 import dns.tsig
 import dns.update
 
-from shardsync.endpoint import SUPPORTED_TYPES, Changes, Endpoint, normalize_name
 from shardsync.providers.base import FenceToken, Rejected
+from shardsync.records.endpoint import SUPPORTED_TYPES, Changes, Endpoint, normalize_name
 
 TSIG_ALGORITHMS: dict[str, dns.name.Name] = {
     "hmac-md5": dns.tsig.HMAC_MD5,

@@ -44,7 +44,6 @@ import dns.rrset
 import dns.tsig
 import dns.xfr
 
-from shardsync.endpoint import Changes, Endpoint, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     FENCE_LABEL,
@@ -68,6 +67,7 @@ from shardsync.providers.rfc2136.messages import (
     update_message,
 )
 from shardsync.providers.worker_threads import WorkerThreads
+from shardsync.records.endpoint import Changes, Endpoint, normalize_name
 
 # The package's name, the one it logged under as a single module: log lines keep their logger=.
 log = get_logger("shardsync.providers.rfc2136")

@@ -49,8 +49,6 @@ import httpx
 import orjson
 from prometheus_client import Counter
 
-from shardsync.domain_filter import DomainFilter, DomainFilterError
-from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, normalize_name
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -69,6 +67,8 @@ from shardsync.providers.webhook.protocol import (
     same_media_type,
     speaks_fence,
 )
+from shardsync.records.domain_filter import DomainFilter, DomainFilterError
+from shardsync.records.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, normalize_name
 
 # The name it logged under as the module shardsync/providers/webhook.py: log lines keep their logger=.
 log = get_logger("shardsync.providers.webhook")

@@ -29,12 +29,12 @@ from anyio.from_thread import BlockingPortal
 
 from shardsync import flag_args, logs
 from shardsync.config_checks import validate_address, validate_domain
-from shardsync.domain_filter import DomainFilter
 from shardsync.flags import ConfigError, Flag, FlagGroup, mirrored
 from shardsync.pacing.backoff import Backoff
 from shardsync.providers.base import Provider, ProviderError
 from shardsync.providers.table import PROVIDERS
 from shardsync.providers.webhook.server import WebhookServer, start_runner
+from shardsync.records.domain_filter import DomainFilter
 from shardsync.server import StatusEndpoints, StatusServer, parse_address
 
 log = logs.get_logger(__name__)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shardsync.endpoint import normalize_name
 from shardsync.providers.base import FenceToken
+from shardsync.records.endpoint import normalize_name
 
 MEDIA_TYPE = "application/external.dns.webhook+json;version=1"
 

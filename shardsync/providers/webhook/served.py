@@ -22,9 +22,9 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Changes, Endpoint, ZoneIndex
 from shardsync.providers.base import Provider, ProviderError
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import Changes, Endpoint, ZoneIndex
 
 READ_CONCURRENCY = 8  # zones read at once for one GET /records
 ZONES_FRESH_FOR = 10.0  # seconds a write trusts the last zone list

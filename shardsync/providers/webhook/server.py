@@ -48,8 +48,6 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint
 from shardsync.logs import get_logger
 from shardsync.providers.base import (
     BatchRejectedError,
@@ -74,6 +72,8 @@ from shardsync.providers.webhook.protocol import (
     same_media_type,
 )
 from shardsync.providers.webhook.served import ServedZones, outside_zone
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import Changes, Endpoint, InvalidEndpoint
 
 log = get_logger(__name__)
 

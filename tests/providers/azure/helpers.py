@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from shardsync.desired import DesiredIndex
 from shardsync.providers.azure import AzureOptions, provider_from
 from shardsync.providers.azure.provider import AzureProvider
 from shardsync.providers.base import FenceToken
+from shardsync.records.desired import DesiredIndex
 from shardsync.worker import Worker
 from tests.cloudfakes.azure import SUBSCRIPTION, TENANT, AzureFake
 from tests.cloudfakes.tls import LoopbackCert

@@ -18,12 +18,12 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.providers.azure.errors import AzureThrottledError, ZoneChangedError
 from shardsync.providers.azure.records import METADATA_KEYS, METADATA_PREFIX, TAGS
 from shardsync.providers.base import FenceToken, RecordsRejectedError
 from shardsync.providers.budget import Budget, BudgetedProvider
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from tests.cloudfakes.azure import AzureFake
 from tests.cloudfakes.tls import LoopbackCert
 from tests.providers.azure.helpers import CLIENTS, GROUP, ZONE, owner_txt, provider, stored, sync

@@ -17,10 +17,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint
 from shardsync.providers.azure.provider import AzureProvider
 from shardsync.providers.base import FencedError, FenceToken
 from shardsync.providers.fence_record import fence_value
+from shardsync.records.endpoint import Changes, Endpoint
 from tests.cloudfakes.azure import AzureFake, Entry
 from tests.cloudfakes.tls import LoopbackCert
 from tests.providers.azure.helpers import ZONE, provider, stored

@@ -12,7 +12,6 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.flags import ConfigError
 from shardsync.providers.azure import AzureOptions, provider_from
 from shardsync.providers.azure.config import PUBLIC, Credential, cloud_of, credential_of, load, parse
@@ -31,6 +30,7 @@ from shardsync.providers.azure.writes import batches, units
 from shardsync.providers.azure.zones import Zone, select
 from shardsync.providers.base import ProviderError, fences_writes
 from shardsync.providers.table import PROVIDERS
+from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from tests.cloudfakes.azure import SUBSCRIPTION, AzureFake
 from tests.cloudfakes.tls import LoopbackCert
 from tests.providers.azure.helpers import GROUP, ZONE, config_file

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import Endpoint
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import Endpoint
 
 
 def a(name: str, ip: str = "192.0.2.1") -> Endpoint:

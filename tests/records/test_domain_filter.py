@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from shardsync.domain_filter import DomainFilter, DomainFilterError
+from shardsync.records.domain_filter import DomainFilter, DomainFilterError
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from shardsync.endpoint import Endpoint, ZoneIndex
+from shardsync.records.endpoint import Endpoint, ZoneIndex
 
 
 def _never(key: str) -> bool:

@@ -7,13 +7,13 @@ import anyio
 import pytest
 
 from shardsync.config import Settings
-from shardsync.desired import DesiredIndex
-from shardsync.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
-from shardsync.noop_registry import NoopRegistry
-from shardsync.plan import SkipReason, plan
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
-from shardsync.registry import TxtRegistry
+from shardsync.records.desired import DesiredIndex
+from shardsync.records.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
+from shardsync.records.noop_registry import NoopRegistry
+from shardsync.records.plan import SkipReason, plan
+from shardsync.records.registry import TxtRegistry
 from shardsync.replica import registry_for
 from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually

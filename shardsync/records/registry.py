@@ -7,10 +7,11 @@ Before v0.12 the TXT name carried no type (`www.ex.com`, or `<prefix>www.ex.com`
 still read, and a record of ours that only has one gets its typed TXT record created next to it (external-dns
 does the same upgrade).
 
-Use per zone and reconcile (`Registry` is what the worker needs; shardsync.noop_registry is the other one):
+Use per zone and reconcile (`Registry` is what the worker needs; the other one is
+shardsync.records.noop_registry):
 
     view = registry.read(provider_records)        # current endpoints, labelled with owner and resource
-    result = plan(desired, view.current, ...)     # shardsync.plan
+    result = plan(desired, view.current, ...)     # shardsync.records.plan
     owned = registry.with_ownership(result.changes, view)   # + TXT changes, minus what is not ours
 
 `read` consumes the ownership TXT records (they are not endpoints of their own). `with_ownership` never lets
@@ -35,7 +36,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from shardsync.endpoint import (
+from shardsync.records.endpoint import (
     DEFAULT_MANAGED_TYPES,
     INTERNAL_LABEL_PREFIX,
     OWNED_RECORD_LABEL,
@@ -43,12 +44,12 @@ from shardsync.endpoint import (
     Changes,
     Endpoint,
 )
-from shardsync.plan import DEFAULT_OWNER_ID, Skipped, SkipReason
+from shardsync.records.plan import DEFAULT_OWNER_ID, Skipped, SkipReason
 
 # Re-exported: callers built registries and mappers from here before the mapper had its own module.
-from shardsync.txt_names import RegistryConfigError as RegistryConfigError
-from shardsync.txt_names import TxtNameMapper as TxtNameMapper
-from shardsync.txt_names import txt_name_fits
+from shardsync.records.txt_names import RegistryConfigError as RegistryConfigError
+from shardsync.records.txt_names import TxtNameMapper as TxtNameMapper
+from shardsync.records.txt_names import txt_name_fits
 
 HERITAGE = "external-dns"
 

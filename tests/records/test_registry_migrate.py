@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import OWNER_LABEL, Changes
-from shardsync.plan import Policy, plan
-from shardsync.registry import TxtRegistry, parse_labels
+from shardsync.records.endpoint import OWNER_LABEL, Changes
+from shardsync.records.plan import Policy, plan
+from shardsync.records.registry import TxtRegistry, parse_labels
+from tests.records.test_registry import ME, apply, rec, txt
 from tests.test_config import FAKE, parse
-from tests.test_registry import ME, apply, rec, txt
 
 OLD = "old-cluster"
 

@@ -3,8 +3,8 @@ records are read as they are, the changes are written as planned, and nothing is
 
 Its owner id is "" (external-dns's `NoopRegistry.OwnerID()`), which the planner reads as "no ownership":
 every managed record in a zone this replica owns is ours to update or delete, and no create is held back
-for another owner's record (shardsync.plan). Use it only where this deployment is the one writer of its
-zones' managed record types.
+for another owner's record (shardsync.records.plan). Use it only where this deployment is the one writer of
+its zones' managed record types.
 
 Sharding is unaffected: which replica writes a zone is decided by the assignment and enforced by the zone
 fence at the DNS server, not by ownership records, so a zone still has one writer at a time.
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from shardsync.endpoint import DEFAULT_MANAGED_TYPES, Changes, Endpoint
-from shardsync.registry import OwnershipResult, ZoneView
+from shardsync.records.endpoint import DEFAULT_MANAGED_TYPES, Changes, Endpoint
+from shardsync.records.registry import OwnershipResult, ZoneView
 
 NO_OWNER = ""
 
 
 class NoopRegistry:
-    """Implements shardsync.registry's `Registry` without ownership records."""
+    """Implements shardsync.records.registry's `Registry` without ownership records."""
 
     __slots__ = ("managed_types",)
 

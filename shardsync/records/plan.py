@@ -45,8 +45,8 @@ from enum import StrEnum
 from ipaddress import ip_address
 from operator import attrgetter
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import (
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import (
     CREATED_LABEL,
     DEFAULT_MANAGED_TYPES,
     OWNER_LABEL,

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.domain_filter import DomainFilter
-from shardsync.endpoint import CREATED_LABEL, OWNER_LABEL, RESOURCE_LABEL, Endpoint
-from shardsync.plan import ConflictReason, PlanResult, Policy, SkipReason, plan
+from shardsync.records.domain_filter import DomainFilter
+from shardsync.records.endpoint import CREATED_LABEL, OWNER_LABEL, RESOURCE_LABEL, Endpoint
+from shardsync.records.plan import ConflictReason, PlanResult, Policy, SkipReason, plan
 
 ME = "me"
 

@@ -1,7 +1,7 @@
 """external-dns's TXT name mapper (registry/mapper/mapper.go, v0.22): endpoint name + type <-> TXT name.
 
-Split out of shardsync.registry so both stay readable. Besides the mapping itself it knows the DNS limit
-external-dns enforces when it builds the TXT endpoint: a label longer than 63 characters makes
+Split out of shardsync.records.registry so both stay readable. Besides the mapping itself it knows the DNS
+limit external-dns enforces when it builds the TXT endpoint: a label longer than 63 characters makes
 `endpoint.NewEndpoint` return nil, so no ownership TXT record is written for that RRset (`txt_name_fits`).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shardsync.endpoint import MAX_LABEL_LENGTH
+from shardsync.records.endpoint import MAX_LABEL_LENGTH
 
 RECORD_TYPE_TEMPLATE = "%{record_type}"
 # The record types external-dns's name mapper recognises in a TXT name, in its order: the order decides

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, name_error
+from shardsync.records.endpoint import Changes, Endpoint, InvalidEndpoint, ZoneIndex, name_error
 
 
 def test_new_is_canonical() -> None:

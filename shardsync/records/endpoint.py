@@ -26,7 +26,7 @@ ALIAS_PROPERTY = "alias"
 INTERNAL_LABEL_PREFIX = "shardsync/"
 # Sources put the source object's metadata.creationTimestamp (RFC 3339, e.g. "2024-05-01T10:00:00Z") here;
 # when two objects claim one RRset and external-dns's rule leaves a tie, the planner lets the oldest win
-# (see shardsync/plan.py).
+# (see shardsync/records/plan.py).
 CREATED_LABEL = INTERNAL_LABEL_PREFIX + "created"
 
 SUPPORTED_TYPES = frozenset({"A", "AAAA", "CNAME", "TXT", "SRV", "MX", "NS", "PTR"})

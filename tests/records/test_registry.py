@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync.endpoint import (
+from shardsync.records.endpoint import (
     CREATED_LABEL,
     OWNED_RECORD_LABEL,
     OWNER_LABEL,
@@ -14,8 +14,8 @@ from shardsync.endpoint import (
     Changes,
     Endpoint,
 )
-from shardsync.plan import Policy, SkipReason, plan
-from shardsync.registry import (
+from shardsync.records.plan import Policy, SkipReason, plan
+from shardsync.records.registry import (
     RegistryConfigError,
     TxtNameMapper,
     TxtRegistry,
