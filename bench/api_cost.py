@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.cluster import Cluster
+from shardsync.kube.objects import LEASES
 from shardsync.local import seed
 from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.local.apiserver.clients import client_of
-from shardsync.objects import LEASES
 from shardsync.sharding.election import coordinator_lease_name
 
 COORDINATION = ("leases", "configmaps")  # the member and coordinator Leases, the assignment

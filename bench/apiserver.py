@@ -1,4 +1,4 @@
-"""Bench: get+replace pairs per second of one Lease from one client process (shardsync.kube, over the
+"""Bench: get+replace pairs per second of one Lease from one client process (shardsync.kube.client, over the
 official client) against the embedded API server running in its own process
 (`python -m bench.apiserver [--seconds S] [--in-process]`)."""
 
@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from shardsync.kube import BlockingKube
+from shardsync.kube.client import BlockingKube
+from shardsync.kube.objects import LEASES
 from shardsync.local.apiserver import ApiServerProcess, serve
-from shardsync.objects import LEASES
 
 
 def _pairs(api: Any, seconds: float) -> float:

@@ -33,13 +33,13 @@ import httpx
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from shardsync.kube import BlockingKube, KubeError
+from shardsync.kube.client import BlockingKube, KubeError
+from shardsync.kube.objects import CONFIGMAPS
 from shardsync.local import seed
 from shardsync.local.apiserver.client import api_client
 from shardsync.local.children import Child, stop_all
 from shardsync.local.infra import LocalOptions, SetupFailed, free_port, restart_apiserver
 from shardsync.local.launcher import Launcher
-from shardsync.objects import CONFIGMAPS
 from shardsync.providers.fake.audit import AuditEntry
 from shardsync.providers.fake.client import FakeAdmin
 from shardsync.providers.fake.seed import zone_name

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from bench.cluster import OWNER_ID
-from shardsync.kube import BlockingKube
+from shardsync.kube.client import BlockingKube
 from shardsync.local import seed
 from shardsync.records.endpoint import Endpoint
 from shardsync.records.registry import parse_labels

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from shardsync.kube import BlockingKube
-from shardsync.objects import Resource
+from shardsync.kube.client import BlockingKube
+from shardsync.kube.objects import Resource
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import ENDPOINT_SLICES, NODES, PODS, SERVICES
 

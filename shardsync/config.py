@@ -25,7 +25,7 @@ from shardsync import flag_args
 from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.durations import format_duration
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
-from shardsync.kube_limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STATUS_QPS
+from shardsync.kube.limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STATUS_QPS
 from shardsync.logs import LOG_FORMATS, LOG_LEVELS
 from shardsync.providers.budget import DEFAULT_BURST as DEFAULT_PROVIDER_BURST
 from shardsync.providers.budget import DEFAULT_RATE_LIMIT

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from shardsync.flags import ConfigError
-from shardsync.selectors import SelectorError, parse_selector
+from shardsync.kube.selectors import SelectorError, parse_selector
 from shardsync.server import parse_address
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")

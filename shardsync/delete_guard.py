@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from prometheus_client import Counter
 
-from shardsync.events import EventRecorder
+from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.records.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.sources.namespace_policy import NamespacePolicy

@@ -23,8 +23,8 @@ from anyio.from_thread import BlockingPortal
 
 from shardsync import config
 from shardsync.delete_guard import DeleteGuard
-from shardsync.events import EventRecorder
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.port import Ownership

@@ -26,8 +26,8 @@ import anyio
 
 from shardsync import allocator, collector, config, logs
 from shardsync.durations import format_duration
-from shardsync.kube import Kube, KubeconfigError
-from shardsync.kube_limits import ClientLimits
+from shardsync.kube.client import Kube, KubeconfigError
+from shardsync.kube.limits import ClientLimits
 from shardsync.logs import get_logger
 from shardsync.pacing.backoff import Backoff
 from shardsync.providers.base import Provider, ProviderError, fences_writes

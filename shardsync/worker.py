@@ -29,7 +29,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from shardsync.batches import halves
 from shardsync.change_log import ZoneChangeLog
-from shardsync.events import EventRecorder
+from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.ownership.port import ZoneStatus
 from shardsync.pacing.backoff import Backoff

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter
 
-from shardsync.events import EventRecorder
+from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.providers.base import Rejected
 from shardsync.records.endpoint import RESOURCE_LABEL

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
-from shardsync.kube import BlockingKube, KubeError
+from shardsync.kube.client import BlockingKube, KubeError
 from shardsync.local import seed
 from shardsync.records.endpoint import Changes, Endpoint
 from shardsync.sources.crd import DNS_ENDPOINTS

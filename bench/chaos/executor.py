@@ -24,7 +24,7 @@ from typing import Any
 from bench import observe
 from bench.chaos.plan import Fault
 from bench.cluster import Cluster, ClusterError
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
 from shardsync.local.apiserver.admin import RemoteFaults
 from shardsync.local.apiserver.faults import check_mode
 from shardsync.providers.fake.faults import Faults

@@ -36,7 +36,7 @@ from bench.scenarios.common import (
     rounded,
     wait_converged,
 )
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
 
 STEADY_SECONDS = 3.0
 INTERVAL = 1.0  # steady state: each zone re-read every second

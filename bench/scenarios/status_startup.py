@@ -14,10 +14,10 @@ from typing import Any
 from bench import observe
 from bench.cluster import Cluster, ClusterError, ClusterSpec, zone_names
 from bench.scenarios.common import Context, ScenarioError, rounded
-from shardsync.kube import BlockingKube
-from shardsync.kube_limits import DEFAULT_STATUS_QPS
+from shardsync.kube.client import BlockingKube
+from shardsync.kube.limits import DEFAULT_STATUS_QPS
+from shardsync.kube.objects import Obj, get
 from shardsync.local import seed
-from shardsync.objects import Obj, get
 from shardsync.sources.crd import DNS_ENDPOINTS
 
 TARGET_SECONDS = 30.0

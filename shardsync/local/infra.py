@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from shardsync.durations import format_duration
-from shardsync.kube import BlockingKube, KubeError
+from shardsync.kube.client import BlockingKube, KubeError
 from shardsync.local import seed
 from shardsync.local.apiserver.client import api_client
 from shardsync.local.children import Child, ChildFailed

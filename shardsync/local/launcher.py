@@ -30,7 +30,7 @@ import orjson
 
 from shardsync.cli import OUTPUT_CLOSED
 from shardsync.durations import format_duration
-from shardsync.kube import BlockingKube
+from shardsync.kube.client import BlockingKube
 from shardsync.local import control, infra, seed
 from shardsync.local.children import Child, stop_all
 from shardsync.local.infra import Infrastructure, LocalOptions, SetupFailed, free_port

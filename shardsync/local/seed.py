@@ -38,9 +38,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from shardsync.kube import BlockingKube, KubeError
+from shardsync.kube.client import BlockingKube, KubeError
+from shardsync.kube.objects import CUSTOM_RESOURCE_DEFINITIONS, STATEFULSETS, Obj, Resource
 from shardsync.manifests import load_crd, load_gateway_crds, load_istio_crds
-from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, STATEFULSETS, Obj, Resource
 from shardsync.sharding.membership import labels
 from shardsync.sources import gateway as gw
 from shardsync.sources import istio

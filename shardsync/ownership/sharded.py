@@ -34,7 +34,7 @@ from typing import Any
 
 import anyio
 
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
 from shardsync.logs import get_logger
 from shardsync.ownership import shards_view
 from shardsync.ownership.metrics import GENERATION, HANDOFF_WAIT, MOVED

@@ -3,7 +3,7 @@
 It is client-go's default rate limiter (flowcontrol's token bucket over x/time/rate): a caller takes a token,
 or is told how long to wait for the next one (`reserve`: waiters queue in order, since each takes its token
 at once and waits out the debt; `try_take`: nothing is taken until a token is there, for callers whose
-rate changes while they wait). Used by the Kubernetes client (shardsync.kube_limits: `--kube-api-qps`) and by
+rate changes while they wait). Used by the Kubernetes client (shardsync.kube.limits: `--kube-api-qps`) and by
 the shared provider budget (shardsync.providers.budget: `--provider-rate-limit`), which also changes the
 rate while running and pauses the bucket when the provider said "slow down".
 """

@@ -14,9 +14,9 @@ from typing import Any
 import anyio
 from prometheus_client import Counter
 
-from shardsync.informer import Informer
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import CONFIGMAPS, resource_version
 from shardsync.logs import get_logger
-from shardsync.objects import CONFIGMAPS, resource_version
 from shardsync.pacing.notify import Notifier
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name, is_successor
 from shardsync.sharding.site import Site

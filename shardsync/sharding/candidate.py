@@ -21,10 +21,10 @@ from typing import Any
 import anyio
 from prometheus_client import Gauge
 
-from shardsync.informer import Informer
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import LEASES
 from shardsync.logs import get_logger
-from shardsync.objects import LEASES
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.notify import Notifier
 from shardsync.sharding.clock import Clock

@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 import anyio
 from prometheus_client import Counter
 
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
+from shardsync.kube.objects import CONFIGMAPS, resource_version
 from shardsync.logs import get_logger
-from shardsync.objects import CONFIGMAPS, resource_version
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.notify import Notifier
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from shardsync.kube import Kube, KubeError
-from shardsync.objects import STATEFULSETS
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.objects import STATEFULSETS
 
 _ORDINAL = re.compile(r"^(?P<set>.+)-(?P<ordinal>0|[1-9][0-9]*)$")
 

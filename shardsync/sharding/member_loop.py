@@ -23,9 +23,9 @@ from datetime import datetime
 import anyio
 from prometheus_client import Counter
 
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
+from shardsync.kube.objects import LEASES
 from shardsync.logs import get_logger
-from shardsync.objects import LEASES
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.notify import Notifier
 from shardsync.sharding.clock import Clock

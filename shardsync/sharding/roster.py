@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import anyio
 
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
+from shardsync.kube.objects import LEASES
 from shardsync.logs import get_logger
-from shardsync.objects import LEASES
 from shardsync.sharding.membership import (
     LivenessTracker,
     MalformedLease,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
 from shardsync.sharding.clock import Clock, SystemClock
 from shardsync.sharding.timings import Timings
 

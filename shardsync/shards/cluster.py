@@ -1,6 +1,6 @@
 """The /shards view built straight from the cluster objects, for when no replica answers (or to check one).
 
-`read_objects` fetches, through `shardsync.kube`, what the replicas themselves coordinate through: the
+`read_objects` fetches, through `shardsync.kube.client`, what the replicas themselves coordinate through: the
 assignment ConfigMap `<instance>-assignment`, the member Leases `<instance>-member-<identity>` and the
 coordinator Lease `<instance>-coordinator`. `build_view` (pure) turns them into the same view a replica
 serves, the assignment document included: owners come from the assignment exactly as every replica
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shardsync.objects import CONFIGMAPS, LEASES
+from shardsync.kube.objects import CONFIGMAPS, LEASES
 from shardsync.sharding.assignment import Assignment, CorruptAssignment, configmap_name
 from shardsync.sharding.clock import rfc3339
 from shardsync.sharding.election import coordinator_lease_name
@@ -38,7 +38,7 @@ from shardsync.sharding.states import MemberState
 from shardsync.shards.view import MemberRow, ShardsView, ZoneRow
 
 if TYPE_CHECKING:
-    from shardsync.kube import BlockingKube
+    from shardsync.kube.client import BlockingKube
 
 
 class ClusterReadError(Exception):
@@ -57,7 +57,7 @@ class ClusterObjects:
 def read_objects(kube: BlockingKube, namespace: str, instance: str) -> ClusterObjects:
     """Blocking reads (this runs in a short-lived command, not on an event loop)."""
     # Imported here: the kubernetes client is slow to import, and `shards --url` never needs it.
-    from shardsync.kube import KubeError
+    from shardsync.kube.client import KubeError
 
     timeout = (5.0, 15.0)
     try:

@@ -231,7 +231,7 @@ def assignment_of(view: ShardsView, source: str) -> Assignment:
 
 
 def from_cluster(args: argparse.Namespace) -> ShardsView:
-    from shardsync.kube import BlockingKube, kubeconfig_namespace
+    from shardsync.kube.client import BlockingKube, kubeconfig_namespace
 
     try:
         kube = BlockingKube.connect(args.kubeconfig)

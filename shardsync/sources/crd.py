@@ -25,9 +25,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.objects import ObjectRef, Resource, get, get_str, same_but_version
 from shardsync.manifests import CRD_FILE, CRD_NAME
-from shardsync.objects import ObjectRef, Resource, get, get_str, same_but_version
 from shardsync.records.endpoint import (
     CREATED_LABEL,
     INTERNAL_LABEL_PREFIX,

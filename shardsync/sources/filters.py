@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardsync.objects import get_str, get_str_map
+from shardsync.kube.objects import get_str, get_str_map
+from shardsync.kube.selectors import Selector, parse_selector
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.endpoint import DEFAULT_MANAGED_TYPES, Endpoint
-from shardsync.selectors import Selector, parse_selector
 from shardsync.sources.annotations import with_both_prefixes
 
 

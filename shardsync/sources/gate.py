@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shardsync.objects import Obj, ObjectRef
+from shardsync.kube.objects import Obj, ObjectRef
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources.limits import ObjectLimits, cap_endpoints, trim_annotations
 from shardsync.sources.namespace_policy import NamespacePolicy

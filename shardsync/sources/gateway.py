@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shardsync.flags import ConfigError, FlagGroup, mirrored
+from shardsync.kube.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
+from shardsync.kube.selectors import Selector, SelectorError, parse_selector
 from shardsync.manifests import GATEWAY_CRDS_FILE
-from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
-from shardsync.selectors import Selector, SelectorError, parse_selector
 from shardsync.sources import annotations as ann
 from shardsync.sources import gateway_match as match
 from shardsync.sources.common import SourceOptions

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import get, get_list, get_str, get_str_map
-from shardsync.selectors import SelectorError, format_label_selector, parse_selector
+from shardsync.kube.objects import get, get_list, get_str, get_str_map
+from shardsync.kube.selectors import SelectorError, format_label_selector, parse_selector
 
 GROUP = "gateway.networking.k8s.io"
 GATEWAY_KIND = "Gateway"

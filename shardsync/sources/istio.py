@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from shardsync.kube.objects import Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.manifests import ISTIO_CRDS_FILE
-from shardsync.objects import Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections

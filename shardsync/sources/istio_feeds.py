@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shardsync.objects import get
+from shardsync.kube.objects import get
 from shardsync.sources.istio import feed_of, load_balancer, selects, service_inputs
 
 Obj = Mapping[str, Any]

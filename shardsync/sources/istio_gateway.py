@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shardsync.objects import ObjectRef, Resource, get_str, get_str_map
+from shardsync.kube.objects import ObjectRef, Resource, get_str, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import istio
 from shardsync.sources.common import SourceOptions

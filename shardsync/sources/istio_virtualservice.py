@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
+from shardsync.kube.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import istio, projections
 from shardsync.sources.common import SourceOptions

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from shardsync.flags import FlagGroup
-from shardsync.kube import Kube
-from shardsync.objects import Obj, Resource, same_but_version
+from shardsync.kube.client import Kube
+from shardsync.kube.objects import Obj, Resource, same_but_version
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.projections import Projection, with_annotations
 from shardsync.sources.result import SourceResult
@@ -152,7 +152,7 @@ class SourceKind(Generic[OptionsT]):
     # another namespace).
     all_namespaces: tuple[Resource, ...] = ()
     # Related resources the translator reads only by key, never whole (a Service's Pods and EndpointSlices):
-    # their caches keep compact JSON (shardsync.packed), as the kind's own objects' do.
+    # their caches keep compact JSON (shardsync.kube.packed), as the kind's own objects' do.
     read_by_key: tuple[Resource, ...] = ()
     # The names an object's records may have or lie under (a Service's hostnames: a headless one adds
     # `<pod>.<hostname>`), read from the object as listed; None when only a translation can tell (say, with

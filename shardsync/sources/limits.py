@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shardsync.objects import Obj, ObjectRef
+from shardsync.kube.objects import Obj, ObjectRef
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources.result import Problem
 

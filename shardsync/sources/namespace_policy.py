@@ -23,9 +23,9 @@ from typing import Any
 import anyio
 from prometheus_client import Gauge
 
-from shardsync.informer import Informer
-from shardsync.kube import Kube
-from shardsync.objects import NAMESPACES, ObjectRef, get_str_map
+from shardsync.kube.client import Kube
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import NAMESPACES, ObjectRef, get_str_map
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources.result import Problem

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shardsync.objects import ObjectRef, get_str, get_str_map
+from shardsync.kube.objects import ObjectRef, get_str, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardsync.flags import FlagGroup, mirrored
-from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_map
+from shardsync.kube.objects import ObjectRef, Resource, get, get_list, get_str, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import anyio
 from prometheus_client import Counter
 
-from shardsync.events import EventRecorder
+from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.sources.result import Problem
 

@@ -18,7 +18,7 @@ them). What each keeps is what the translators in this package read, and nothing
   service kind reads and `status.loadBalancer` (not `clusterIPs`, `ipFamilies`, `sessionAffinity`...).
 
 A 10,000-Pod cluster's Pods shrink from ~4-8 KiB of parsed JSON each to ~1.4 KiB parsed, and to ~340 bytes
-where the informer keeps them as JSON (shardsync.packed). In the caches kept parsed, what many objects
+where the informer keeps them as JSON (shardsync.kube.packed). In the caches kept parsed, what many objects
 repeat is kept once: strings (namespaces, node names, creation seconds) interned, and equal small values (a
 Service's ports, a ReplicaSet's Pod labels) shared through a bounded table (`_shared`).
 
@@ -27,9 +27,9 @@ When two kinds keep different parts of one resource, their one informer keeps th
 objects whole; with `--annotation-filter` a kind's own objects keep every annotation (`with_annotations`).
 
 A projection may also say which fields it reads as a TypedDict (`PodFields`, `ServiceFields`): its
-informer then decodes list pages and watch lines to those fields alone (shardsync.slim_json), so the rest
+informer then decodes list pages and watch lines to those fields alone (shardsync.kube.slim_json), so the rest
 of a Pod (containers, volumes, statuses) or a Service (managedFields) is never built. It must name
-every field its projection reads, and what the informer's `admit` reads: tests/test_slim_json.py checks
+every field its projection reads, and what the informer's `admit` reads: tests/kube/test_slim_json.py checks
 both on generated objects.
 """
 
@@ -40,7 +40,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from shardsync import slim_json
+from shardsync.kube import slim_json
 from shardsync.sources.annotations import PREFIXES
 
 Obj = dict[str, Any]
@@ -168,8 +168,8 @@ def pod_source(obj: Obj) -> Obj:
 
 # What `pod` and `pod_source` read of a Pod, and what the Pod admissions read (the service kind's: namespace,
 # labels; the pod kind's: annotations, name, hostNetwork): the fields a Pod is decoded to
-# (shardsync.slim_json). A field is kept whatever JSON it holds; a null object or list is kept as null, as
-# `pod` sees it decoded whole.
+# (shardsync.kube.slim_json). A field is kept whatever JSON it holds; a null object or list is kept as null,
+# as `pod` sees it decoded whole.
 _POD_META = (*_IDENTITY_FIELDS, "labels", "annotations", "deletionTimestamp", "uid", "creationTimestamp")
 _PodConditions: Any = list[slim_json.fields_of("_PodCondition", ("type", "status"))]  # type: ignore[misc]
 PodFields = slim_json.fields_of(
@@ -279,8 +279,8 @@ def service(obj: Obj) -> Obj:
 
 
 # What `service` reads of a Service, and what the service kind's placement reads (its annotations): the
-# fields a Service is decoded to (shardsync.slim_json). Its metadata is kept whole but for the bookkeeping,
-# so the TypedDict names every ObjectMeta field the Kubernetes API defines but `managedFields`.
+# fields a Service is decoded to (shardsync.kube.slim_json). Its metadata is kept whole but for the
+# bookkeeping, so the TypedDict names every ObjectMeta field the Kubernetes API defines but `managedFields`.
 _OBJECT_META = (
     *_IDENTITY_FIELDS,
     "generateName",

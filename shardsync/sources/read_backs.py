@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from shardsync.objects import Resource
+from shardsync.kube.objects import Resource
 
 ReadBack = Callable[[Resource, str, str, Callable[[], None]], bool]
 

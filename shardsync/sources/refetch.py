@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Collection
 from typing import Any
 
-from shardsync.informer import Informer
-from shardsync.kube import Kube, KubeError
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import Obj, object_key
 from shardsync.logs import get_logger
-from shardsync.objects import Obj, object_key
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.notify import Notifier
 

@@ -12,7 +12,7 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from shardsync.objects import ObjectRef
+from shardsync.kube.objects import ObjectRef
 from shardsync.records.endpoint import (
     CREATED_LABEL,
     RESOURCE_LABEL,

@@ -22,10 +22,10 @@ from typing import Any
 import anyio
 from prometheus_client import Gauge
 
-from shardsync.informer import Informer
-from shardsync.kube import Kube, KubeError
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import CUSTOM_RESOURCE_DEFINITIONS, Obj, Resource, get
 from shardsync.logs import get_logger
-from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, Obj, Resource, get
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.notify import Notifier
 from shardsync.sources.kind import CrdNotice, SourceKind

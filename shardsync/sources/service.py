@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from shardsync.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
-from shardsync.selectors import selector_from_labels
+from shardsync.kube.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
+from shardsync.kube.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
 from shardsync.sources import service_nodeport as nodeport

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shardsync.objects import get, get_list, get_str, get_str_map
+from shardsync.kube.objects import get, get_list, get_str, get_str_map
 
 Obj = Mapping[str, Any]
 # (namespace, label key, label value); ("ns", "", "") stands for "every pod of the namespace".

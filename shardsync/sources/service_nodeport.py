@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shardsync.objects import get, get_list, get_str
+from shardsync.kube.objects import get, get_list, get_str
 from shardsync.sources.result import suitable_type
 
 Obj = Mapping[str, Any]

@@ -31,9 +31,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from shardsync.informer import Informer
-from shardsync.kube import Kube
-from shardsync.objects import Obj, Resource
+from shardsync.kube.client import Kube
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import Obj, Resource
 from shardsync.records.desired import DesiredIndex
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import Names, SourceKind

@@ -11,7 +11,7 @@ translate it), else the one for which `may_write()` is true (the coordinator), w
 write stays due and is retried with backoff, at once when the API server answers again after an outage.
 
 Writes start as objects are translated, not after every kind has listed: they take their tokens from a
-bucket of their own (`--kube-api-status-qps`, shardsync.kube_limits), not from the lists'. Kubernetes has
+bucket of their own (`--kube-api-status-qps`, shardsync.kube.limits), not from the lists'. Kubernetes has
 no batch write, so what is batched is the waiting: up to `WRITES_AT_ONCE` writes are in flight together,
 so the rate is the bucket's (or the API server's), not one round trip after another.
 """
@@ -24,10 +24,10 @@ from typing import Any
 import anyio
 from prometheus_client import Counter
 
-from shardsync.kube import KubeError
-from shardsync.kube_health import is_outage
+from shardsync.kube.client import KubeError
+from shardsync.kube.health import is_outage
+from shardsync.kube.objects import Obj, Resource, get
 from shardsync.logs import get_logger
-from shardsync.objects import Obj, Resource, get
 from shardsync.pacing.backoff import Backoff
 from shardsync.pacing.notify import Notifier
 from shardsync.sources.kind import SourceContext

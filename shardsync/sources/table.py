@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shardsync.flags import FlagGroup
-from shardsync.objects import ObjectRef
+from shardsync.kube.objects import ObjectRef
 from shardsync.sources import (
     common,
     crd,

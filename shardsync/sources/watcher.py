@@ -51,11 +51,11 @@ import anyio
 import anyio.lowlevel
 from prometheus_client import Counter
 
-from shardsync.events import EventRecorder
-from shardsync.informer import Informer
-from shardsync.kube import Kube, KubeError
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.events import EventRecorder
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import Obj, ObjectRef, Resource
 from shardsync.logs import get_logger
-from shardsync.objects import Obj, ObjectRef, Resource
 from shardsync.pacing.notify import Notifier
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.domain_filter import DomainFilter

@@ -1,13 +1,13 @@
 """Field selectors: the `fieldSelector=` syntax the real API accepts, and what each term matches.
 
-Label selectors are tested with their shared implementation, in tests/test_selectors.py."""
+Label selectors are tested with their shared implementation, in tests/kube/test_selectors.py."""
 
 from __future__ import annotations
 
 import pytest
 
+from shardsync.kube.selectors import SelectorError
 from shardsync.local.apiserver.field_selectors import field_values, parse_field_selector
-from shardsync.selectors import SelectorError
 
 FIELDS = frozenset({"metadata.name", "metadata.namespace", "spec.nodeName"})
 POD = {"metadata": {"name": "p1", "namespace": "ns"}, "spec": {"nodeName": "n1"}}

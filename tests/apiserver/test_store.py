@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from shardsync.kube.selectors import parse_selector
 from shardsync.local.apiserver.errors import ApiError
 from shardsync.local.apiserver.field_selectors import parse_field_selector
 from shardsync.local.apiserver.pages import ListResult
 from shardsync.local.apiserver.resources import Resource, ResourceTable
 from shardsync.local.apiserver.store import Expired, Store
 from shardsync.local.apiserver.watch import WatchSpec, translate
-from shardsync.selectors import parse_selector
 
 TABLE = ResourceTable()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from shardsync.kube import BlockingKube
+from shardsync.kube.client import BlockingKube
 from shardsync.local import seed
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.apiserver.tables import AGE, PrinterColumn, human_duration, lookup, table, wants_table

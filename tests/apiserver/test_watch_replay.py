@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from shardsync.kube.selectors import parse_selector
 from shardsync.local.apiserver.errors import ApiError
 from shardsync.local.apiserver.resources import Resource, ResourceTable
 from shardsync.local.apiserver.store import Store
 from shardsync.local.apiserver.watch import WatchSpec, translate
-from shardsync.selectors import parse_selector
 
 TABLE = ResourceTable()
 

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shardsync.objects import Resource
+from shardsync.kube.objects import Resource
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shardsync"
 EXCLUDED = (PACKAGE / "local",)
 # The plumbing that carries its caller's resource (counted at the caller), and the generic source watcher,
 # whose informers (and the probes for a kind's CRD, a list; the lists reading forgotten objects again,
 # sources.refetch) take the resources of the source table (counted by `table_access`).
-PLUMBING = (PACKAGE / "kube.py", PACKAGE / "informer.py")
+PLUMBING = (PACKAGE / "kube" / "client.py", PACKAGE / "kube" / "informer.py")
 TABLE_DRIVEN = tuple(PACKAGE / "sources" / name for name in ("watcher.py", "served.py", "refetch.py"))
 TABLE_VERBS = frozenset({"informer", "list"})
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shardsync.objects import CONFIGMAPS, CUSTOM_RESOURCE_DEFINITIONS
+from shardsync.kube.objects import CONFIGMAPS, CUSTOM_RESOURCE_DEFINITIONS
 from shardsync.sharding.assignment import configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.site import Site

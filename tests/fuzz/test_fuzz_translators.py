@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsync.objects import ObjectRef, object_key
+from shardsync.kube.objects import ObjectRef, object_key
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.gate import ObjectGate
 from shardsync.sources.ingress import INGRESSES

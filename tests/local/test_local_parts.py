@@ -13,14 +13,14 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.kube import BlockingKube
+from shardsync.kube.client import BlockingKube
+from shardsync.kube.objects import STATEFULSETS, object_key
 from shardsync.local import children, control, seed
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.children import Child, ChildFailed
 from shardsync.local.infra import LocalOptions
 from shardsync.local.launcher import Launcher
 from shardsync.local.table import ReplicaSnapshot, progress, render
-from shardsync.objects import STATEFULSETS, object_key
 from shardsync.sources import gateway as gw
 from shardsync.sources import istio
 from shardsync.sources.crd import DNS_ENDPOINTS, dnsendpoint_endpoints

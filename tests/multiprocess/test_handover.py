@@ -12,8 +12,8 @@ import time
 import pytest
 
 from bench import observe
+from shardsync.kube.objects import LEASES
 from shardsync.local import seed
-from shardsync.objects import LEASES
 from shardsync.sharding.election import coordinator_lease_name
 from tests.multiprocess.conftest import StartCluster
 from tests.multiprocess.harness import DEFAULT_TIMINGS, Generations, overlaps, wait_for

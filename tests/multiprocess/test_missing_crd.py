@@ -11,9 +11,9 @@ import pytest
 
 from bench.cluster import Cluster, zone_names
 from bench.records import actual_records, expected_records
+from shardsync.kube.objects import CUSTOM_RESOURCE_DEFINITIONS
 from shardsync.local import seed
 from shardsync.manifests import CRD_NAME
-from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.service import SERVICES
 from tests.multiprocess.harness import wait_for

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bench.cluster import Cluster, zone_names
+from shardsync.kube.objects import EVENTS
 from shardsync.local import seed
-from shardsync.objects import EVENTS
 from shardsync.sources.crd import DNS_ENDPOINTS
 from shardsync.sources.watcher import INVALID_REASON
 from tests.waits import eventually_sync

@@ -20,7 +20,7 @@ import anyio
 import anyio.abc
 
 from shardsync import __version__
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
 from shardsync.local.apiserver import ApiServer
 from shardsync.ownership.active_passive import ActivePassiveOwnership
 from shardsync.ownership.sharded import ShardedOwnership

@@ -12,9 +12,9 @@ import anyio
 import anyio.abc
 import pytest
 
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.objects import CONFIGMAPS, LEASES, Resource
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import CONFIGMAPS, LEASES, Resource
 from shardsync.sharding.assignment import Assignment, Member, configmap_name
 from shardsync.sharding.assignment_watch import AssignmentWatch
 from shardsync.sharding.candidate import Candidate

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.objects import STATEFULSETS
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import STATEFULSETS
 from shardsync.sharding.departure import departure, judge, statefulset_ordinal
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,9 @@ import anyio
 import pytest
 from prometheus_client import REGISTRY
 
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.objects import LEASES
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import LEASES
 from shardsync.sharding.member_loop import MemberLoop
 from shardsync.sharding.membership import member_lease_name
 from shardsync.sharding.site import Site

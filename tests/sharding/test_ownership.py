@@ -14,9 +14,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from bench.audit import overlapping_writes
-from shardsync.kube import KubeError
+from shardsync.kube.client import KubeError
+from shardsync.kube.objects import CONFIGMAPS, LEASES, STATEFULSETS
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import CONFIGMAPS, LEASES, STATEFULSETS
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.store import FakeStore
 from shardsync.sharding.assignment import CONFIGMAP_KEY, Assignment, Member, configmap_name

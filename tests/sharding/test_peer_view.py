@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import anyio
 import pytest
 
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.objects import LEASES
 from shardsync.local.apiserver import ApiServer
 from shardsync.local.apiserver.clients import client_of
-from shardsync.objects import LEASES
 from shardsync.sharding.candidate import Candidate
 from shardsync.sharding.election import coordinator_lease_name
 from shardsync.sharding.member_loop import MemberLoop

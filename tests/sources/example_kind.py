@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shardsync.flags import Flag, FlagGroup
-from shardsync.objects import ObjectRef, Resource, get_list, get_str
+from shardsync.kube.objects import ObjectRef, Resource, get_list, get_str
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
 from shardsync.sources.result import EndpointSet, SourceResult
 

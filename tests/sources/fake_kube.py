@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 
-from shardsync.kube import Kube, KubeError
-from shardsync.objects import CUSTOM_RESOURCE_DEFINITIONS, Obj, Resource, object_key
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.objects import CUSTOM_RESOURCE_DEFINITIONS, Obj, Resource, object_key
 from shardsync.sources.served import crd_name
 from shardsync.sources.table import SOURCES
 

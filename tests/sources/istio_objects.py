@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from shardsync.objects import object_key
+from shardsync.kube.objects import object_key
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import ObjectFilter

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from shardsync.kube.selectors import SelectorError
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.endpoint import Endpoint
-from shardsync.selectors import SelectorError
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 
 from .objects import ALPHA, GA, service

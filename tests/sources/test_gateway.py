@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from shardsync.objects import object_key
+from shardsync.kube.objects import object_key
 from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import gateway as gw
 from shardsync.sources.common import SourceOptions

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from shardsync.kube.objects import ObjectRef
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import ObjectRef
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.limits import REASON, ObjectLimits, cap_endpoints, trim_annotations

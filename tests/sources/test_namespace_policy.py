@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from shardsync.kube.objects import ObjectRef
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
-from shardsync.objects import ObjectRef
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources.namespace_policy import REASON, NamespacePolicy, parse_allowed
 from shardsync.sources.watcher import WatchOptions

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from shardsync.objects import ObjectRef
+from shardsync.kube.objects import ObjectRef
 from shardsync.records.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import ObjectFilter

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from shardsync.objects import Resource
+from shardsync.kube.objects import Resource
 from shardsync.records.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shardsync import slim_json
+from shardsync.kube import slim_json
 from shardsync.sources import projections
 from shardsync.sources.common import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_endpoints
@@ -206,7 +206,7 @@ def test_with_annotations_keeps_every_annotation_for_the_annotation_filter() -> 
         projections.pod_source
     )
     assert projections.with_annotations(projections.service) is projections.service  # keeps them already
-    # It covers what it wraps, and is decoded to the same fields (shardsync.slim_json).
+    # It covers what it wraps, and is decoded to the same fields (shardsync.kube.slim_json).
     wrapped = projections.with_annotations(projections.pod_source)
     assert projections.covering(projections.pod, wrapped) is wrapped
     assert slim_json.decoder_for(wrapped) is slim_json.decoder_for(projections.pod_source) is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shardsync.objects import Resource
+from shardsync.kube.objects import Resource
 from shardsync.sources.read_backs import ReadBacks
 from shardsync.sources.service import ENDPOINT_SLICES, PODS
 

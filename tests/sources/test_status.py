@@ -11,9 +11,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from shardsync.kube import KubeError
-from shardsync.kube_health import ApiHealth
-from shardsync.objects import Obj, Resource
+from shardsync.kube.client import KubeError
+from shardsync.kube.health import ApiHealth
+from shardsync.kube.objects import Obj, Resource
 from shardsync.records.desired import DesiredIndex
 from shardsync.sources import crd
 from shardsync.sources.common import SourceOptions

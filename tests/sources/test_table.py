@@ -11,7 +11,7 @@ import pytest
 
 from shardsync import config
 from shardsync.flags import ConfigError
-from shardsync.objects import ObjectRef
+from shardsync.kube.objects import ObjectRef
 from shardsync.sources import crd, gateway, ingress, istio, node, pod, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext

@@ -87,8 +87,8 @@ async def test_headless_service_follows_endpoint_slices_and_pods(apiserver: ApiS
         slice_ = endpoint_slice("db-x1", "db", ("db-0", "10.0.0.1", True), ("db-1", "10.0.0.2", False))
         await blocking(h.discovery.create_namespaced_endpoint_slice, "default", slice_)
         await h.settle({("db.ex.com", "A"): ("10.0.0.1",), ("db-0.db.ex.com", "A"): ("10.0.0.1",)})
-        # What a translation reads by key is cached as packed JSON (shardsync.packed); the Nodes that every
-        # NodePort translation reads whole are not.
+        # What a translation reads by key is cached as packed JSON (shardsync.kube.packed); the Nodes that
+        # every NodePort translation reads whole are not.
         informers = h.watcher.informers
         assert all(informers[r].packed for r in ("services", "pods", "endpointslices.discovery.k8s.io"))
         assert not informers["nodes"].packed

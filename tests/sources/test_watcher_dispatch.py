@@ -14,8 +14,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from shardsync.events import EventRecorder
-from shardsync.objects import ObjectRef, Resource, get_str, get_str_list, same_but_version
+from shardsync.kube.events import EventRecorder
+from shardsync.kube.objects import ObjectRef, Resource, get_str, get_str_list, same_but_version
 from shardsync.records.desired import DesiredIndex
 from shardsync.sources import service as service_module
 from shardsync.sources.filters import ObjectFilter

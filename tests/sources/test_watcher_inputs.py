@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsync.selectors import selector_from_labels
+from shardsync.kube.selectors import selector_from_labels
 from shardsync.sources.service_inputs import (
     _SMALL,
     Keys,

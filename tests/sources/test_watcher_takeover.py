@@ -15,8 +15,8 @@ import anyio
 import pytest
 from kubernetes import client
 
-from shardsync.events import EventRecorder
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.events import EventRecorder
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
 from shardsync.records.desired import DesiredIndex

@@ -16,8 +16,8 @@ import anyio.to_thread
 from kubernetes import client
 from prometheus_client import REGISTRY
 
-from shardsync.events import EventRecorder
-from shardsync.kube import Kube
+from shardsync.kube.client import Kube
+from shardsync.kube.events import EventRecorder
 from shardsync.local.apiserver import ApiServer
 from shardsync.records.desired import DesiredIndex
 from shardsync.sources.kind import SourceKind

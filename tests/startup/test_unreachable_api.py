@@ -3,7 +3,7 @@
 Both ways of being unreachable: nothing listening (refused at once) and a server that accepts connections
 and never answers (every call runs into its timeout). The shipped defaults are measured over a window
 shorter than the issue's 60 s (the shared warning rhythm, 1 s doubling to a minute, is checked over whole
-minutes in tests/test_kube_health.py): the lines written so far, the `/readyz` reason and the metric,
+minutes in tests/kube/test_health.py): the lines written so far, the `/readyz` reason and the metric,
 then the time from SIGTERM to exit.
 """
 

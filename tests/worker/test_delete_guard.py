@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from shardsync.delete_guard import REASON, DeleteGuard
-from shardsync.events import EventRecorder
-from shardsync.objects import ObjectRef
+from shardsync.kube.events import EventRecorder
+from shardsync.kube.objects import ObjectRef
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
 from shardsync.records.desired import DesiredIndex

@@ -6,8 +6,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from shardsync.events import EventRecorder
-from shardsync.objects import ObjectRef
+from shardsync.kube.events import EventRecorder
+from shardsync.kube.objects import ObjectRef
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore

@@ -2,8 +2,8 @@
 does. They take `f=v`, `f==v` and `f!=v` terms, comma meaning AND (a backslash escapes a comma in a value),
 on the fixed set of fields each resource supports.
 
-Label selectors (`labelSelector=`) are shardsync/selectors.py's, shared with the sources; a field selector
-that does not parse raises the same SelectorError, so a request handler reports both alike.
+Label selectors (`labelSelector=`) are shardsync/kube/selectors.py's, shared with the sources; a field
+selector that does not parse raises the same SelectorError, so a request handler reports both alike.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shardsync.selectors import SelectorError
+from shardsync.kube.selectors import SelectorError
 
 FieldOp = Literal["=", "!="]
 

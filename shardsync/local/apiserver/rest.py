@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from shardsync.kube.selectors import Selector, SelectorError, parse_selector
 from shardsync.local.apiserver import discovery, routing, tables
 from shardsync.local.apiserver import meta as m
 from shardsync.local.apiserver import scale as scale_mod
@@ -25,7 +26,6 @@ from shardsync.local.apiserver.patch import CONTENT_TYPES, PatchError, apply_pat
 from shardsync.local.apiserver.resources import Resource
 from shardsync.local.apiserver.store import Obj, Store
 from shardsync.local.apiserver.watch import WatchSpec
-from shardsync.selectors import Selector, SelectorError, parse_selector
 
 JSON = "application/json"
 _BODY_TYPES = [JSON, "application/yaml"]

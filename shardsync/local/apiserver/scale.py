@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from shardsync.kube.selectors import format_label_selector
 from shardsync.local.apiserver.errors import bad_request
 from shardsync.local.apiserver.meta import metadata
 from shardsync.local.apiserver.resources import ScaleSpec
-from shardsync.selectors import format_label_selector
 
 
 def _path(path: str) -> list[str]:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from shardsync.kube.selectors import Selector
 from shardsync.local.apiserver import defaults, pages
 from shardsync.local.apiserver import meta as m
 from shardsync.local.apiserver.errors import (
@@ -29,7 +30,6 @@ from shardsync.local.apiserver.errors import (
 )
 from shardsync.local.apiserver.field_selectors import FieldSelector, field_values
 from shardsync.local.apiserver.resources import CRD_KEY, NAMESPACE_KEY, Resource, ResourceTable
-from shardsync.selectors import Selector
 
 SERVICES_KEY = "/services"
 

@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from shardsync.kube.selectors import Selector
 from shardsync.local.apiserver.errors import expired
 from shardsync.local.apiserver.field_selectors import FieldSelector
 from shardsync.local.apiserver.meta import in_version, with_resource_version
 from shardsync.local.apiserver.resources import Resource
 from shardsync.local.apiserver.store import Event, Expired, Store
-from shardsync.selectors import Selector
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 

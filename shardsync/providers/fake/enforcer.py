@@ -10,7 +10,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from shardsync.kube_limits import Throttled, TokenBucket
+from shardsync.pacing.token_bucket import Throttled, TokenBucket
 from shardsync.providers.azure.writes import BATCH_WRITES as AZURE_BATCH_WRITES
 from shardsync.providers.fake.profile import (
     NONE,

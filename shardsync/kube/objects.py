@@ -2,7 +2,7 @@
 
 Pure: no client here. Objects are the API server's JSON; readers tolerate any shape, since a source object
 may hold anything a user wrote (`get` answers None where a field is missing or not a mapping).
-`shardsync.kube` sends requests for these resources; each source kind names its own resources, the ones
+`shardsync.kube.client` sends requests for these resources; each source kind names its own resources, the ones
 the coordination protocol and the Events use are here. `ObjectRef` names one object: what an Event is about,
 what a source's result or problem is about.
 """

@@ -33,9 +33,10 @@ from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
 from shardsync import __version__
-from shardsync.kube_health import ApiHealth
-from shardsync.kube_limits import REQUEST_TIMEOUT, ClientLimits, Pair, Throttled, Timeout, as_pair
-from shardsync.objects import Obj, Resource
+from shardsync.kube.health import ApiHealth
+from shardsync.kube.limits import REQUEST_TIMEOUT, ClientLimits, Pair, Timeout, as_pair
+from shardsync.kube.objects import Obj, Resource
+from shardsync.pacing.token_bucket import Throttled
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -267,7 +268,7 @@ class BlockingKube:
         limit: int | None = None,
         continue_token: str = "",
         request_timeout: Timeout | None = None,
-        decode: Decode | None = None,  # the body's parser, else orjson (shardsync.slim_json)
+        decode: Decode | None = None,  # the body's parser, else orjson (shardsync.kube.slim_json)
     ) -> Obj:
         """A list body (`items`, `metadata.resourceVersion`); every namespace when `namespace` is "".
         With `limit`, one page: `metadata.continue` (when not "") asks for the next as `continue_token`."""
@@ -357,7 +358,7 @@ class Kube:
 
     @property
     def health(self) -> ApiHealth:
-        """Whether the API server answers (shardsync.kube_health); test doubles get one of their own."""
+        """Whether the API server answers (shardsync.kube.health); test doubles get one of their own."""
         if self._health is None:
             self._health = ApiHealth()
         return self._health
@@ -379,7 +380,7 @@ class Kube:
         label_selector: str = "",
         field_selector: str = "",
         timeout_seconds: int = 60,
-        decode: Decode | None = None,  # each event line's parser, else orjson (shardsync.slim_json)
+        decode: Decode | None = None,  # each event line's parser, else orjson (shardsync.kube.slim_json)
     ) -> None:
         """Call `handle(type, object)` on the event loop for each event, until the server ends the watch.
 

@@ -1,9 +1,9 @@
 """Whether the Kubernetes API server answers, as every call finds out: the one view of an API outage.
 
-Each request through shardsync.kube reports its outcome here (`succeeded`, `failed`). A failure that means
-"the API server is not there" (unreachable, timed out, a 502/503/504 from the way to it) starts an outage;
-the next success ends it, logged once with how long it lasted. Every loop talking to the API keeps its own
-backoff, and during an outage they would each warn at their own rhythm (an informer per resource, the
+Each request through shardsync.kube.client reports its outcome here (`succeeded`, `failed`). A failure that
+means "the API server is not there" (unreachable, timed out, a 502/503/504 from the way to it) starts an
+outage; the next success ends it, logged once with how long it lasted. Every loop talking to the API keeps its
+own backoff, and during an outage they would each warn at their own rhythm (an informer per resource, the
 member lease, the coordinator election): `quiet(exc)` lets them share one rhythm instead — it is False for
 the one warning of each step of a shared backoff (1 s, 2 s, 4 s … capped at a minute), True for the rest,
 which go to the debug level. An outage is also a metric and the `/readyz` reason (`reason()`).

@@ -1,5 +1,5 @@
 """`--kube-api-qps`, `--kube-api-burst` and `--request-timeout`: client-go's token bucket and client timeout
-on every Kubernetes API call of `shardsync run` (shardsync.kube_limits)."""
+on every Kubernetes API call of `shardsync run` (shardsync.kube.limits)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,18 @@ import time
 
 import pytest
 
-from shardsync.kube import BlockingKube, KubeError, load_api_client
-from shardsync.kube_limits import (
+from shardsync.kube.client import BlockingKube, KubeError, load_api_client
+from shardsync.kube.limits import (
     DEFAULT_STATUS_QPS,
     REQUEST_TIMEOUT,
     ClientLimits,
-    Throttled,
-    TokenBucket,
     as_pair,
     is_status,
     plural,
 )
+from shardsync.kube.objects import LEASES
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import LEASES
+from shardsync.pacing.token_bucket import Throttled, TokenBucket
 from tests.test_config import FAKE, parse
 
 

@@ -28,8 +28,7 @@ its one limiter) writes them one by one, each interval.
 
 from __future__ import annotations
 
-from shardsync.pacing.token_bucket import Throttled as Throttled
-from shardsync.pacing.token_bucket import TokenBucket as TokenBucket
+from shardsync.pacing.token_bucket import TokenBucket
 
 Timeout = float | tuple[float, float]
 Pair = tuple[float, float | None]

@@ -5,7 +5,7 @@ A source or the sharding code reads `cache` and is told of each change through `
 from the list's resourceVersion; a watch the server ends is resumed from the last version seen (BOOKMARKs
 keep it fresh); a 410 Expired relists and reports the difference as changes; any other error backs off
 with jitter and retries, keeping the last good cache meanwhile. While the API server is unreachable the
-informers share one warning rhythm (shardsync.kube_health) instead of each warning at its own, and once it
+informers share one warning rhythm (shardsync.kube.health) instead of each warning at its own, and once it
 answers again every informer retries at once, its backoff reset (`ApiHealth.pause`).
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 import anyio
 from prometheus_client import Counter
 
-from shardsync.kube import Kube, KubeError
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.objects import Resource, object_key, resource_version
+from shardsync.kube.packed import PackedCache
+from shardsync.kube.slim_json import decoder_for
 from shardsync.logs import get_logger
-from shardsync.objects import Resource, object_key, resource_version
 from shardsync.pacing.backoff import Backoff
-from shardsync.packed import PackedCache
-from shardsync.slim_json import decoder_for
 
 log = get_logger(__name__)
 
@@ -52,7 +52,7 @@ class Informer:
     watch_timeout: int = 60
     name: str = ""  # in logs and metric labels; the resource's plural when ""
     # What of each object is kept (and handed to on_change), applied as it arrives; None keeps it whole.
-    # One registered with shardsync.slim_json is given objects decoded to the fields it reads alone.
+    # One registered with shardsync.kube.slim_json is given objects decoded to the fields it reads alone.
     project: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     # Objects per list request (0: one request), as client-go's pager. Each page costs a token of
     # --kube-api-qps, and no zone is written before every kind has listed: at the default 5/s, a replica
@@ -62,7 +62,7 @@ class Informer:
     page_size: int = 500
     # Awaited after each page of a list has been put in the cache and reported (see relist).
     on_page: Callable[[], Awaitable[None]] | None = None
-    # Keep each cached object as compact JSON, decoded when read (shardsync.packed): for caches read by key.
+    # Keep each cached object as compact JSON, decoded when read (kube/packed.py): for caches read by key.
     packed: bool = False
     # Shared by informers whose list pages should not be read (and decoded, whole) at the same time: a page
     # of 500 Pods as an API server sends them is ~5 MiB parsed, and every informer of a replica lists at

@@ -1,4 +1,4 @@
-"""shardsync.kube_health: an API outage's one warning rhythm, its end (every backoff cut short), its /readyz
+"""shardsync.kube.health: an API outage's one warning rhythm, its end (every backoff cut short), its /readyz
 reason."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from shardsync.kube_health import MAX_STEP, ApiHealth
+from shardsync.kube.health import MAX_STEP, ApiHealth
 
 
 class Clock:

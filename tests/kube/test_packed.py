@@ -1,4 +1,4 @@
-"""shardsync.packed: the informer cache kept as compact JSON."""
+"""shardsync.kube.packed: the informer cache kept as compact JSON."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import tracemalloc
 import orjson
 import pytest
 
-from shardsync.packed import PackedCache
+from shardsync.kube.packed import PackedCache
 
 POD = {
     "metadata": {"name": "a", "namespace": "default", "labels": {"app": "x"}},

@@ -9,7 +9,7 @@ rest of the JSON without building it and builds the fields kept as plain dicts d
 Pods: 0.36 s to decode and project whole, 0.18 s so). A Struct would need a second pass turning it into
 dicts (`msgspec.to_builtins`), which cost a Service page as much as decoding it: 2,000 bench Services
 decode in 9.5 ms to TypedDicts, 17 ms to Structs and back to dicts. What the projection returns is
-unchanged, which tests/test_slim_json.py checks on generated objects.
+unchanged, which tests/kube/test_slim_json.py checks on generated objects.
 
 The TypedDict must also name what the informer's `admit` reads (it sees the object before projection).
 A page or event the TypedDict does not fit (a `metadata` that is not an object, an ERROR event's Status)
@@ -24,7 +24,7 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-from shardsync.objects import Obj
+from shardsync.kube.objects import Obj
 
 _WHOLE = (msgspec.ValidationError, msgspec.DecodeError)
 # The functional form, with fields computed from a projection's names; mypy accepts only literal ones.

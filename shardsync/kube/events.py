@@ -16,10 +16,10 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from prometheus_client import Counter
 
-from shardsync.kube import Kube, KubeError
+from shardsync.kube.client import Kube, KubeError
+from shardsync.kube.objects import EVENTS as EVENT_OBJECTS
+from shardsync.kube.objects import ObjectRef
 from shardsync.logs import get_logger
-from shardsync.objects import EVENTS as EVENT_OBJECTS
-from shardsync.objects import ObjectRef
 
 log = get_logger(__name__)
 

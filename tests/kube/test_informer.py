@@ -1,4 +1,5 @@
-"""shardsync.kube (the one Kubernetes access layer) and the list+watch informer on the embedded API server."""
+"""shardsync.kube.client (the one Kubernetes access layer) and the list+watch informer on the embedded API
+server."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from typing import Any
 import anyio
 import pytest
 
-from shardsync.informer import Informer
-from shardsync.kube import Kube, KubeError, load_api_client
-from shardsync.kube_health import ApiHealth
+from shardsync.kube.client import Kube, KubeError, load_api_client
+from shardsync.kube.health import ApiHealth
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import CONFIGMAPS, LEASES, resource_version
+from shardsync.kube.packed import PackedCache
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import CONFIGMAPS, LEASES, resource_version
-from shardsync.packed import PackedCache
 from shardsync.sources.service import SERVICES
 from tests.waits import eventually
 

@@ -1,4 +1,4 @@
-"""Label selectors (shardsync/selectors.py), checked against apimachinery's labels.Parse behaviour.
+"""Label selectors (shardsync/kube/selectors.py), checked against apimachinery's labels.Parse behaviour.
 
 One implementation serves the sources' filters and the embedded API server's `labelSelector=`, so these
 cases are the union of what both used to pin. Field selectors (API server only) are tested in
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsync.selectors import (
+from shardsync.kube.selectors import (
     Op,
     SelectorError,
     format_label_selector,

@@ -1,5 +1,5 @@
-"""shardsync.slim_json: objects decoded to the fields a projection reads project exactly as whole ones do, on
-generated Pods and Services of any shape (odd types and nulls included), in list pages and watch events
+"""shardsync.kube.slim_json: objects decoded to the fields a projection reads project exactly as whole ones
+do, on generated Pods and Services of any shape (odd types and nulls included), in list pages and watch events
 alike; what the decoder cannot fit is decoded whole; an informer on the embedded API server uses it."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shardsync import slim_json
-from shardsync.informer import Informer
-from shardsync.kube import Kube, load_api_client
+from shardsync.kube import slim_json
+from shardsync.kube.client import Kube, load_api_client
+from shardsync.kube.informer import Informer
+from shardsync.kube.objects import get, get_str_map, object_key
 from shardsync.local.apiserver import ApiServer
-from shardsync.objects import get, get_str_map, object_key
 from shardsync.sources import projections
 from shardsync.sources.annotations import hostnames_of
 from shardsync.sources.common import SourceOptions
