@@ -31,13 +31,13 @@ from shardsync.providers.budget import DEFAULT_BURST as DEFAULT_PROVIDER_BURST
 from shardsync.providers.budget import DEFAULT_RATE_LIMIT
 from shardsync.providers.cache import DEFAULT_CACHE_TIME
 from shardsync.providers.table import PROVIDERS
+from shardsync.reconcile.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
 from shardsync.records.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.records.plan import DEFAULT_OWNER_ID, Policy
 from shardsync.sharding.publisher import DEFAULT_RESTART_GRACE
 from shardsync.sharding.timings import FENCED, UNFENCED, Timings
 from shardsync.sources import table as source_table
 from shardsync.sources.filters import regex
-from shardsync.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
 
 SOURCES = tuple(source_table.SOURCES)
 POLICIES = tuple(p.value for p in Policy)

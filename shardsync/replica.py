@@ -22,7 +22,6 @@ import anyio
 from anyio.from_thread import BlockingPortal
 
 from shardsync import config
-from shardsync.delete_guard import DeleteGuard
 from shardsync.kube.client import Kube
 from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
@@ -35,6 +34,8 @@ from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import Provider, ProviderError, list_zones
 from shardsync.providers.budget import Budget, BudgetedProvider, share
 from shardsync.providers.cache import CachedProvider
+from shardsync.reconcile.delete_guard import DeleteGuard
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.noop_registry import NoopRegistry
@@ -46,7 +47,6 @@ from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.namespace_policy import NamespacePolicy
 from shardsync.sources.table import COMMON, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
-from shardsync.worker import Worker, WorkerOptions
 
 log = get_logger(__name__)
 

@@ -12,7 +12,9 @@ from tests.test_config import FAKE, parse
 
 
 def _record(**kv: object) -> logging.LogRecord:
-    record = logging.LogRecord("shardsync.worker", logging.INFO, __file__, 1, "zone synced", None, None)
+    record = logging.LogRecord(
+        "shardsync.reconcile.worker", logging.INFO, __file__, 1, "zone synced", None, None
+    )
     record.kv = kv
     return record
 

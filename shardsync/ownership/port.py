@@ -2,7 +2,7 @@
 
 - `ZoneWorker`: all an ownership mode may do with the worker: own a zone (with the fence its writes carry),
   release it (returns once no write to it is in flight: rule 3), list what it owns, ask for a zone to be
-  reconciled soon, read a zone's status. shardsync.worker.Worker implements it; no ownership module
+  reconciled soon, read a zone's status. shardsync.reconcile.worker.Worker implements it; no ownership module
   imports the worker itself.
 - `Host`: what an ownership mode needs from the replica it runs in: that worker, the zones the provider
   serves (as filtered by --domain-filter), and a signal notified whenever they change.

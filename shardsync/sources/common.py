@@ -18,7 +18,8 @@
 shardsync's own flags for hostile or multi-tenant clusters, applied to every kind alike (sources.gate):
 - `--max-annotation-bytes`, `--max-endpoints-per-object`, `--max-targets-per-object` (sources.limits);
 - `--namespace-domains-annotation` turns on the namespace → domain policy (sources.namespace_policy) and
-  `--namespace-domains-max-delete` bounds the deletes it may cause in one zone (shardsync.delete_guard).
+  `--namespace-domains-max-delete` bounds the deletes it may cause in one zone
+  (shardsync.reconcile.delete_guard).
 
 The value reaches each kind's translator as `SourceContext.common` (the watcher's `WatchOptions.common`).
 Pinned against external-dns v0.22.0 (pkg/apis/externaldns/types.go, validation.go, source/wrappers).

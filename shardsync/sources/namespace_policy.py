@@ -8,9 +8,9 @@ policy is on; objects of no namespace (Nodes: the node source) are the cluster a
 applies `filter` to every kind's result (sources.gate), so a new kind is covered without a line of its own.
 
 An endpoint outside its namespace's domains is dropped and becomes a problem of the object (a Warning Event
-`DomainNotAllowed`); the gauge counts the endpoints refused now. The refused names are remembered
-(`refused`), so the worker's delete guard (shardsync.delete_guard) can tell a delete the policy causes from
-an ordinary one and refuse a policy typo that would empty a zone. A Namespace change re-translates that
+`DomainNotAllowed`); the gauge counts the endpoints refused now. The refused names are remembered (`refused`),
+so the worker's delete guard (shardsync.reconcile.delete_guard) can tell a delete the policy causes from an
+ordinary one and refuse a policy typo that would empty a zone. A Namespace change re-translates that
 namespace's objects (`on_change`).
 """
 

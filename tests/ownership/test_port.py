@@ -19,10 +19,10 @@ from shardsync.pacing.notify import Notifier
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.registry import TxtRegistry
 from shardsync.replica import Replica
-from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shardsync"
@@ -109,14 +109,17 @@ def imports_of(path: Path) -> set[str]:
         (
             "sharding",
             (
-                "shardsync.worker",
+                "shardsync.reconcile.worker",
                 "shardsync.config",
                 "shardsync.ownership",
                 "shardsync.replica",
                 "shardsync.run_command",
             ),
         ),
-        ("ownership", ("shardsync.worker", "shardsync.config", "shardsync.replica", "shardsync.run_command")),
+        (
+            "ownership",
+            ("shardsync.reconcile.worker", "shardsync.config", "shardsync.replica", "shardsync.run_command"),
+        ),
     ],
 )
 def test_layers(package: str, forbidden: tuple[str, ...]) -> None:

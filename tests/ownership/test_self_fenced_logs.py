@@ -17,7 +17,7 @@ from tests.sharding.cluster import LEASE, cluster, describe, wait_for
 
 pytestmark = pytest.mark.anyio
 
-OURS = ("shardsync.worker", "shardsync.ownership.sharded")
+OURS = ("shardsync.reconcile.worker", "shardsync.ownership.sharded")
 SELF_FENCED = "self-fenced: member lease not renewed in time, writes stopped"
 
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 import anyio
 
 from shardsync.providers.base import FenceToken, Provider
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 
 

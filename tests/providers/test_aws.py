@@ -23,10 +23,10 @@ from shardsync.providers.aws.errors import Start
 from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.aws.zones import HostedZone, ZoneFilter
 from shardsync.providers.base import FencedError, FenceToken
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.motoserver import MotoRoute53, moto_route53
 from tests.waits import eventually
 

@@ -22,10 +22,10 @@ from shardsync.providers.aws.provider import AwsProvider
 from shardsync.providers.base import FencedError, FenceToken, ThrottledError
 from shardsync.providers.fake.profile import ROUTE53
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.providers.route53_on_fake import Route53OnFake
 from tests.waits import eventually
 

@@ -14,10 +14,10 @@ from shardsync.providers.cache import CachedProvider, StaleCacheError
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.providers.fake_helpers import FakeClock
 from tests.waits import eventually
 

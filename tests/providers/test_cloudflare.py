@@ -25,9 +25,9 @@ from shardsync.providers.cloudflare.api import CloudflareApi
 from shardsync.providers.cloudflare.errors import CloudflareThrottledError
 from shardsync.providers.cloudflare.provider import CloudflareProvider
 from shardsync.providers.cloudflare.records import PROXIED
+from shardsync.reconcile.worker import Worker
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
-from shardsync.worker import Worker
 from tests.cloudfakes.cloudflare import BLOCK_SECONDS, CloudflareFake
 from tests.providers.reconcile import reconcile_once
 

@@ -29,10 +29,10 @@ from shardsync.providers.google.errors import GoogleThrottledError
 from shardsync.providers.google.provider import GoogleProvider
 from shardsync.providers.google.zones import ZoneFilter
 from shardsync.providers.table import PROVIDERS
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.cloudfakes.google import GoogleCloudDnsFake
 from tests.waits import eventually
 

@@ -21,10 +21,10 @@ from shardsync.providers.base import FencedError, FenceToken
 from shardsync.providers.budget import Budget, BudgetedProvider
 from shardsync.providers.google.api import CloudDnsApi
 from shardsync.providers.google.provider import GoogleProvider
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import OWNED_RECORD_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.cloudfakes.google import AuditEntry, GoogleCloudDnsFake
 from tests.cloudfakes.google_rules import MAX_ADDITIONS, MAX_DELETIONS, MAX_RRDATA_BYTES
 from tests.waits import eventually

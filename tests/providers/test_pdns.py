@@ -28,10 +28,10 @@ from shardsync.providers.base import (
 )
 from shardsync.providers.pdns import PdnsOptions, build
 from shardsync.providers.pdns.provider import PdnsProvider
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import ALIAS_PROPERTY, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.dnsservers import PowerDnsServer, require
 from tests.dnsservers.pdns import external_dns_rrsets
 from tests.dnsservers.pdns import owner_txt as pdns_owner_txt

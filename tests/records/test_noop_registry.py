@@ -9,13 +9,13 @@ import pytest
 from shardsync.config import Settings
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.noop_registry import NoopRegistry
 from shardsync.records.plan import SkipReason, plan
 from shardsync.records.registry import TxtRegistry
 from shardsync.replica import registry_for
-from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 
 ZONE = "ex.com"

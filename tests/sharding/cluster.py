@@ -28,12 +28,12 @@ from shardsync.pacing.notify import Notifier
 from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.records.registry import TxtRegistry
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
-from shardsync.worker import Worker, WorkerOptions
 
 NAMESPACE = "default"
 INSTANCE = "dns"

@@ -14,8 +14,8 @@ from typing import Any
 from shardsync.providers.azure import AzureOptions, provider_from
 from shardsync.providers.azure.provider import AzureProvider
 from shardsync.providers.base import FenceToken
+from shardsync.reconcile.worker import Worker
 from shardsync.records.desired import DesiredIndex
-from shardsync.worker import Worker
 from tests.cloudfakes.azure import SUBSCRIPTION, TENANT, AzureFake
 from tests.cloudfakes.tls import LoopbackCert
 from tests.providers.reconcile import reconcile_once

@@ -15,10 +15,10 @@ from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.limits import Limits
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import NOT_WRITING_RETRY, Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import NOT_WRITING_RETRY, Worker, WorkerOptions
 from tests.waits import eventually
 
 pytestmark = pytest.mark.anyio

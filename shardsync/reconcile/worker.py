@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 import anyio
 from prometheus_client import Counter, Gauge, Histogram
 
-from shardsync.batches import halves
-from shardsync.change_log import ZoneChangeLog
 from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
 from shardsync.ownership.port import ZoneStatus
@@ -47,13 +45,15 @@ from shardsync.providers.base import (
     adjuster_of,
     read_if_changed,
 )
+from shardsync.reconcile.batches import halves
+from shardsync.reconcile.change_log import ZoneChangeLog
+from shardsync.reconcile.schedule import ZoneSchedule
+from shardsync.reconcile.zone_reports import ZoneReports
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.endpoint import Changes, Endpoint, fingerprint
 from shardsync.records.plan import Policy, plan
 from shardsync.records.registry import Registry, ZoneView
-from shardsync.schedule import ZoneSchedule
-from shardsync.zone_reports import ZoneReports
 
 log = get_logger(__name__)
 
@@ -133,7 +133,7 @@ class Worker:
     may_write: Callable[[], bool] = _always  # the ownership's write gate, asked before every write
     on_fenced: Callable[[str, FenceToken | None], None] = _ignore_fenced  # a write refused by the fence
     clock: Callable[[], float] = time.monotonic
-    guard: Callable[[str, Changes, list[Endpoint]], Changes] | None = None  # shardsync.delete_guard
+    guard: Callable[[str, Changes, list[Endpoint]], Changes] | None = None  # shardsync.reconcile.delete_guard
     # Set once the desired state is whole (SourceWatcher.complete); until then an owned zone is fenced but
     # not planned: external-dns plans nothing before its informers have synced. None: whole from the start.
     inputs: anyio.Event | None = None

@@ -11,10 +11,10 @@ from shardsync.kube.objects import ObjectRef
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 
 pytestmark = pytest.mark.anyio

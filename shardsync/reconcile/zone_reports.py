@@ -15,7 +15,7 @@ from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.records.plan import Conflict, Skipped
 from shardsync.sources.table import event_ref
 
-log = get_logger("shardsync.worker")  # the worker's lines, as before this module was split from it
+log = get_logger("shardsync.reconcile.worker")  # the worker's lines, as before this module was split from it
 
 REJECTED = Counter("shardsync_records_rejected_total", "Records the provider refused (others applied)")
 CONFLICTS = Counter(

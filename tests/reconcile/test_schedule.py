@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shardsync.schedule import ZoneSchedule
+from shardsync.reconcile.schedule import ZoneSchedule
 
 
 def drain(s: ZoneSchedule, now: float) -> list[str]:

@@ -11,8 +11,8 @@ import pytest
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.store import FakeStore
 from shardsync.records.desired import DesiredIndex
+from tests.reconcile.test_worker import make, running
 from tests.waits import eventually
-from tests.worker.test_worker import make, running
 
 pytestmark = pytest.mark.anyio
 

@@ -1,21 +1,21 @@
-"""The delete guard (shardsync.delete_guard) in the worker, against the in-process fake provider: deletes the
-namespace policy causes are made while they are few, refused with an Event when they would take more than
-the threshold of the zone's owned records, and ordinary deletes never count."""
+"""The delete guard (shardsync.reconcile.delete_guard) in the worker, against the in-process fake provider:
+deletes the namespace policy causes are made while they are few, refused with an Event when they would take
+more than the threshold of the zone's owned records, and ordinary deletes never count."""
 
 from __future__ import annotations
 
 import anyio
 import pytest
 
-from shardsync.delete_guard import REASON, DeleteGuard
 from shardsync.kube.events import EventRecorder
 from shardsync.kube.objects import ObjectRef
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.delete_guard import REASON, DeleteGuard
+from shardsync.reconcile.worker import Worker, WorkerOptions
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Changes, Endpoint
 from shardsync.records.registry import TxtRegistry
-from shardsync.worker import Worker, WorkerOptions
 from tests.waits import eventually
 
 pytestmark = pytest.mark.anyio

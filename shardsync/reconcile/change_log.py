@@ -19,8 +19,8 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from shardsync.batches import counts_of
 from shardsync.logs import KVLogger
+from shardsync.reconcile.batches import counts_of
 from shardsync.records.endpoint import Changes, Endpoint
 from shardsync.records.registry import Key, parse_labels
 

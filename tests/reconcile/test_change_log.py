@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 
 from shardsync import logs
-from shardsync.change_log import LISTED, change_fields
 from shardsync.providers.base import FenceToken
 from shardsync.providers.fake.faults import Faults
 from shardsync.providers.fake.store import FakeStore
+from shardsync.reconcile.change_log import LISTED, change_fields
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
+from tests.reconcile.test_worker import ZONE, make, names, running, svc
 from tests.waits import eventually
-from tests.worker.test_worker import ZONE, make, names, running, svc
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,7 @@ def events(caplog: pytest.LogCaptureFixture, *wanted: str, level: int = logging.
     return [
         {"event": r.getMessage(), **getattr(r, "kv", {})}
         for r in caplog.records
-        if r.name == "shardsync.worker" and r.getMessage() in wanted and r.levelno == level
+        if r.name == "shardsync.reconcile.worker" and r.getMessage() in wanted and r.levelno == level
     ]
 
 
