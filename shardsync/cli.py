@@ -27,7 +27,7 @@ from shardsync import __version__
 
 # name -> (module, one-line help). The module holds configure() and main().
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("shardsync.run_command", "run one replica (external-dns style flags)"),
+    "run": ("shardsync.replica.command", "run one replica (external-dns style flags)"),
     "apiserver": ("shardsync.local.apiserver.command", "run the embedded Kubernetes API server"),
     "fake-provider": ("shardsync.providers.fake.command", "serve the fake DNS provider over HTTP (shared)"),
     "webhook-server": (

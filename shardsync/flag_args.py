@@ -1,5 +1,5 @@
 """`Flag`s (shardsync.flags) as argparse arguments, each also set by its environment variables: how every
-command that takes flag groups declares and reads them (`shardsync run`: shardsync.config; `shardsync
+command that takes flag groups declares and reads them (`shardsync run`: shardsync.replica.config; `shardsync
 webhook-server`: providers/webhook/command.py).
 
 Every flag can come from the environment: `SHARDSYNC_<FLAG>` (upper case, `-` → `_`), or external-dns's own

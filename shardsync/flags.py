@@ -2,7 +2,7 @@
 
 A `FlagGroup` is one part's flags (the core flags of `shardsync run`, one provider's, one source kind's)
 and the frozen dataclass they fill; the group's defaults are that dataclass's field defaults, so each
-default is defined once. `shardsync.config` turns every group into argparse arguments with environment
+default is defined once. `shardsync.replica.config` turns every group into argparse arguments with environment
 variables (`SHARDSYNC_<FLAG>`, `EXTERNAL_DNS_<FLAG>`) and builds each group's options value; the part
 that declared the group receives its own options value and never reads the others'. The value parsers
 (`duration`, `boolean`, `count`, `port`, `non_negative`, `positive`) and `ConfigError` live here too, so

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from shardsync import logs
-from tests.test_config import FAKE, parse
+from tests.replica.test_config import FAKE, parse
 
 
 def _record(**kv: object) -> logging.LogRecord:

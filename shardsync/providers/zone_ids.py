@@ -2,7 +2,7 @@
 cloudflare, google).
 
 `ZONE_ID_FILTER` is the flag itself: each such provider puts this same `Flag` in its group (field
-`zone_id_filter`), and `shardsync.config` declares it once and gives its value to each of them.
+`zone_id_filter`), and `shardsync.replica.config` declares it once and gives its value to each of them.
 `zone_id_matches(filters, *ids)` is external-dns's ZoneIDFilter.Match, which its AWS and Google providers
 use: no filter (or only empty ones) keeps every zone, else a zone is kept when one of its ids ends with one
 of the filters.

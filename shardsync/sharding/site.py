@@ -1,5 +1,5 @@
-"""Who this replica is in the sharding protocol and where its objects live: the one small value every loop
-of the member side and the coordinator side takes (built once by shardsync.replica from the flags; nothing
+"""Who this replica is in the sharding protocol and where its objects live: the one small value every loop of
+the member side and the coordinator side takes (built once by shardsync.replica.wiring from the flags; nothing
 in sharding/ reads Settings)."""
 
 from __future__ import annotations

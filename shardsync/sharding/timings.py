@@ -1,6 +1,6 @@
-"""The timing parameters of the sharding loops, derived once (shardsync.run_command, from the flags and the
-provider) so every loop agrees on them, and their defaults, which depend on whether the provider fences its
-writes.
+"""The timing parameters of the sharding loops, derived once (shardsync.replica.command, from the flags and
+the provider) so every loop agrees on them, and their defaults, which depend on whether the provider fences
+its writes.
 
 A provider that fences every write at the DNS server (fake, rfc2136, aws, a webhook server with the fence
 extension) makes a wrong takeover cost churn, not corruption, so its replicas use short leases (3 s, renewed

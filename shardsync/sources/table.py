@@ -1,9 +1,9 @@
 """The source kinds `--source` can name: one line each, in the order of `--help` and the README.
 
-A kind's module owns its translator, what it watches and its flags (its `KIND`, a `SourceKind`); adding a
-kind is its module plus one line here (plus its RBAC rule and docs). Everything else reads this table: the
-`--source` choices and the kinds' flag groups (`shardsync.config`), the generic watcher, the RBAC check
-(tests/deploy), and the worker, which posts an Event on the object an endpoint's `resource` label names
+A kind's module owns its translator, what it watches and its flags (its `KIND`, a `SourceKind`); adding a kind
+is its module plus one line here (plus its RBAC rule and docs). Everything else reads this table: the
+`--source` choices and the kinds' flag groups (`shardsync.replica.config`), the generic watcher, the RBAC
+check (tests/deploy), and the worker, which posts an Event on the object an endpoint's `resource` label names
 (`event_ref`).
 """
 

@@ -88,7 +88,7 @@ TURN = 0.005  # seconds of translating before the event loop gets a turn (its ot
 
 @dataclass(frozen=True, slots=True)
 class WatchOptions:
-    """What the watcher reads and keeps; shardsync.replica builds it from the flags of `shardsync run`."""
+    """What the watcher reads and keeps; shardsync.replica.wiring builds it from `shardsync run`'s flags."""
 
     sources: tuple[str, ...] = ("service",)  # names of the source table
     namespace: str = ""  # "" reads every namespace

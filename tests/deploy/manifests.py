@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from shardsync import config
 from shardsync.providers.table import PROVIDERS
+from shardsync.replica import config
 from tests.deploy.kustomize import Obj, render
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from shardsync import config, flag_args
+from shardsync import flag_args
 from shardsync.cli import main
+from shardsync.replica import config
 from tests.deploy import flags_table
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -15,12 +15,12 @@ from prometheus_client import REGISTRY
 
 import shardsync
 import shardsync.ownership.metrics  # registers the ownership metrics
-import shardsync.replica
+import shardsync.replica.wiring
 from shardsync import providers
-from shardsync.config import timings_of
 from shardsync.manifests import CRD_FILE, crd_text, load_crd
 from shardsync.providers import rfc2136 as rfc2136_provider
-from shardsync.server import parse_address
+from shardsync.replica.config import timings_of
+from shardsync.replica.server import parse_address
 from shardsync.sharding.assignment import configmap_name
 from tests.deploy import manifests as m
 from tests.deploy.kustomize import Obj

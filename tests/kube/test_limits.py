@@ -19,7 +19,7 @@ from shardsync.kube.limits import (
 from shardsync.kube.objects import LEASES
 from shardsync.local.apiserver import ApiServer
 from shardsync.pacing.token_bucket import Throttled, TokenBucket
-from tests.test_config import FAKE, parse
+from tests.replica.test_config import FAKE, parse
 
 
 class Clock:

@@ -18,7 +18,7 @@ from shardsync.cli import main as cli_main
 from shardsync.local.apiserver import ApiServer
 from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
-from shardsync.server import StatusEndpoints, StatusServer
+from shardsync.replica.server import StatusEndpoints, StatusServer
 from shardsync.sharding.assignment import Assignment, Member
 from shardsync.sharding.balance import rebalance
 from shardsync.sharding.membership import MemberLease

@@ -14,7 +14,7 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 
 from shardsync.cli import main as cli_main
-from shardsync.server import StatusEndpoints, StatusServer
+from shardsync.replica.server import StatusEndpoints, StatusServer
 from shardsync.shards import gather as gather_module
 from shardsync.shards.command import ShardsError, shards_url, zone_list
 from shardsync.shards.gather import member_urls

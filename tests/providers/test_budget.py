@@ -11,7 +11,6 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
-from shardsync.config import ConfigError
 from shardsync.providers.base import FenceToken, Pacer, ProviderError, ThrottledError, unpaced
 from shardsync.providers.budget import (
     MAX_NAP,
@@ -28,9 +27,10 @@ from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.httpclient import retry_after
 from shardsync.records.endpoint import Changes, Endpoint
-from shardsync.replica import provider_for
+from shardsync.replica.config import ConfigError
+from shardsync.replica.wiring import provider_for
 from tests.providers.fake_helpers import FakeClock
-from tests.test_config import FAKE, parse
+from tests.replica.test_config import FAKE, parse
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ LIBRARIES = {
 
 _PROBE = """
 import sys
-import shardsync.cli, shardsync.replica, shardsync.run_command
+import shardsync.cli, shardsync.replica.wiring, shardsync.replica.command
 from shardsync.providers.table import PROVIDERS
 print(",".join(sorted(lib for lib in sys.argv[1:] if lib in sys.modules)))
 """

@@ -6,7 +6,6 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from shardsync.config import Settings
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.store import FakeStore
 from shardsync.reconcile.worker import Worker, WorkerOptions
@@ -15,7 +14,8 @@ from shardsync.records.endpoint import OWNER_LABEL, RESOURCE_LABEL, Changes, End
 from shardsync.records.noop_registry import NoopRegistry
 from shardsync.records.plan import SkipReason, plan
 from shardsync.records.registry import TxtRegistry
-from shardsync.replica import registry_for
+from shardsync.replica.config import Settings
+from shardsync.replica.wiring import registry_for
 from tests.waits import eventually
 
 ZONE = "ex.com"

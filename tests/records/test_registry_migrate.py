@@ -9,7 +9,7 @@ from shardsync.records.endpoint import OWNER_LABEL, Changes
 from shardsync.records.plan import Policy, plan
 from shardsync.records.registry import TxtRegistry, parse_labels
 from tests.records.test_registry import ME, apply, rec, txt
-from tests.test_config import FAKE, parse
+from tests.replica.test_config import FAKE, parse
 
 OLD = "old-cluster"
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from shardsync.config import Settings, configure, settings_from_args
 from shardsync.flags import ConfigError
 from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
+from shardsync.replica.config import Settings, configure, settings_from_args
 from shardsync.sources import common
 from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.crd import dnsendpoint_endpoints

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from shardsync import config
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_crd
 from shardsync.records.endpoint import RESOURCE_LABEL
+from shardsync.replica import config
 from shardsync.sources import table as source_table
 from shardsync.sources.table import SOURCES
 from shardsync.sources.watcher import INVALID_REASON, WatchOptions

@@ -10,8 +10,8 @@ import argparse
 
 import pytest
 
-from shardsync.config import ConfigError, configure, settings_from_args
 from shardsync.records.endpoint import Endpoint
+from shardsync.replica.config import ConfigError, configure, settings_from_args
 from shardsync.sources import common
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.service import service_endpoints

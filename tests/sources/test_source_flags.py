@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from shardsync.config import Settings, configure, settings_from_args
 from shardsync.flags import FlagGroup
 from shardsync.records.domain_filter import DomainFilter
-from shardsync.replica import managed_types
+from shardsync.replica.config import Settings, configure, settings_from_args
+from shardsync.replica.wiring import managed_types
 from shardsync.sources import ingress, service
 from shardsync.sources.filters import RecordTypeFilter
 

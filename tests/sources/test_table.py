@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from shardsync import config
 from shardsync.flags import ConfigError
 from shardsync.kube.objects import ObjectRef
+from shardsync.replica import config
 from shardsync.sources import crd, gateway, ingress, istio, node, pod, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext

@@ -121,7 +121,7 @@ def test_bad_domain(files: dict[str, str], flag: str, value: str) -> None:
 
 
 def test_good_domains_are_accepted() -> None:
-    from shardsync.config_checks import validate_domain
+    from shardsync.replica.config_checks import validate_domain
 
     for domain in ("example.com", ".example.com", "Example.COM.", "*.a.example.com", "_tcp.a.com", "com"):
         validate_domain("--domain-filter", domain)

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from shardsync.config import Settings, configure, settings_from_args
 from shardsync.providers.fake.provider import FakeProvider
 from shardsync.providers.fake.server import FakeServer
 from shardsync.providers.fake.store import FakeStore
 from shardsync.providers.webhook.client import WebhookProvider
-from shardsync.run_command import timings_at_start
+from shardsync.replica.command import timings_at_start
+from shardsync.replica.config import Settings, configure, settings_from_args
 from shardsync.sharding.timings import FENCED, UNFENCED
 
 WEBHOOK = ["--provider=webhook"]

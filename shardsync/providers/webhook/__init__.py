@@ -10,7 +10,7 @@ doing that job:
   webhook-server`; neither is imported by a replica.
 
 A replica runs sharded over any webhook server: fenced when the server advertises the extension, else
-lease-timed on the conservative timings (client.py's docstring; shardsync.run_command learns which at
+lease-timed on the conservative timings (client.py's docstring; shardsync.replica.command learns which at
 start). `--webhook-allow-unfenced`, once needed for sharded replicas to write at all, is accepted and ignored.
 """
 

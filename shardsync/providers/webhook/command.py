@@ -28,14 +28,14 @@ import anyio
 from anyio.from_thread import BlockingPortal
 
 from shardsync import flag_args, logs
-from shardsync.config_checks import validate_address, validate_domain
 from shardsync.flags import ConfigError, Flag, FlagGroup, mirrored
 from shardsync.pacing.backoff import Backoff
 from shardsync.providers.base import Provider, ProviderError
 from shardsync.providers.table import PROVIDERS
 from shardsync.providers.webhook.server import WebhookServer, start_runner
 from shardsync.records.domain_filter import DomainFilter
-from shardsync.server import StatusEndpoints, StatusServer, parse_address
+from shardsync.replica.config_checks import validate_address, validate_domain
+from shardsync.replica.server import StatusEndpoints, StatusServer, parse_address
 
 log = logs.get_logger(__name__)
 

@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from shardsync.config import (
+from shardsync.providers import rfc2136
+from shardsync.replica.config import (
     FLAGS,
     ConfigError,
     Settings,
@@ -15,7 +16,6 @@ from shardsync.config import (
     settings_from_args,
     timings_of,
 )
-from shardsync.providers import rfc2136
 from shardsync.sources.table import SOURCES
 
 

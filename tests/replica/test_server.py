@@ -10,7 +10,7 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from prometheus_client import Counter
 
-from shardsync.server import StatusEndpoints, StatusServer, parse_address
+from shardsync.replica.server import StatusEndpoints, StatusServer, parse_address
 
 pytestmark = pytest.mark.anyio
 

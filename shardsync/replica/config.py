@@ -7,9 +7,9 @@ came from the environment names the variable. Identity and namespace come from t
 (`POD_NAME`, `POD_NAMESPACE`), as in a StatefulSet.
 
 The core flags fill `Settings` itself; each provider and source kind declares its own `FlagGroup`
-(shardsync.flags) in its module, and its options value is kept in `Settings.groups` under the group's
-name; only the chosen provider's and sources' groups are validated. Only the command line
-(`shardsync.run_command`) and `shardsync.replica` read Settings; each part gets its own options value.
+(shardsync.flags) in its module, and its options value is kept in `Settings.groups` under the group's name;
+only the chosen provider's and sources' groups are validated. Only the command line (`replica.command`) and
+`replica.wiring` read Settings; each part gets its own options value.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from shardsync import flag_args
-from shardsync.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.durations import format_duration
 from shardsync.flags import ConfigError, Flag, FlagGroup, boolean, duration, mirrored
 from shardsync.kube.limits import DEFAULT_BURST, DEFAULT_QPS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_STATUS_QPS
@@ -34,6 +33,7 @@ from shardsync.providers.table import PROVIDERS
 from shardsync.reconcile.worker import DEFAULT_CONCURRENCY, DEFAULT_INTERVAL
 from shardsync.records.endpoint import DEFAULT_MANAGED_TYPES, SUPPORTED_TYPES
 from shardsync.records.plan import DEFAULT_OWNER_ID, Policy
+from shardsync.replica.config_checks import DNS_LABEL, validate_address, validate_domain, validate_selectors
 from shardsync.sharding.publisher import DEFAULT_RESTART_GRACE
 from shardsync.sharding.timings import FENCED, UNFENCED, Timings
 from shardsync.sources import table as source_table

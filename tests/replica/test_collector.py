@@ -1,4 +1,4 @@
-"""shardsync.collector: the garbage collector's settings for a replica."""
+"""shardsync.replica.collector: the garbage collector's settings for a replica."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from shardsync import collector
+from shardsync.replica import collector
 
 
 @pytest.fixture

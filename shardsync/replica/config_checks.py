@@ -1,4 +1,4 @@
-"""Checks of single flag values for shardsync.config: domain names, selectors, the metrics address, names.
+"""Checks of single flag values for `replica.config`: domain names, selectors, the metrics address, names.
 
 Each raises ConfigError naming the flag and showing a value that would work.
 """
@@ -9,7 +9,7 @@ import re
 
 from shardsync.flags import ConfigError
 from shardsync.kube.selectors import SelectorError, parse_selector
-from shardsync.server import parse_address
+from shardsync.replica.server import parse_address
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _LABEL = re.compile(r"^(\*|[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)$")

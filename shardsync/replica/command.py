@@ -7,7 +7,7 @@ loop (`_start`): the provider is asked whether it fences its writes (providers.b
 server answers on negotiation), bounded by `FENCING_ASK_BOUND`, since the sharding timings follow from the
 answer (shardsync.sharding.timings: short leases where every write is fenced, the conservative ones where
 not, or where the provider did not answer in time: always safe); one line says which. The ownership layer
-and the replica are built with those timings (shardsync.replica) and run.
+and the replica are built with those timings (shardsync.replica.wiring) and run.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 import anyio
 
-from shardsync import allocator, collector, config, logs
+from shardsync import logs
 from shardsync.durations import format_duration
 from shardsync.kube.client import Kube, KubeconfigError
 from shardsync.kube.limits import ClientLimits
@@ -32,8 +32,9 @@ from shardsync.logs import get_logger
 from shardsync.pacing.backoff import Backoff
 from shardsync.providers.base import Provider, ProviderError, fences_writes
 from shardsync.providers.table import PROVIDERS
-from shardsync.replica import Replica, ownership_for, provider_for
-from shardsync.server import StatusEndpoints, StatusServer
+from shardsync.replica import allocator, collector, config
+from shardsync.replica.server import StatusEndpoints, StatusServer
+from shardsync.replica.wiring import Replica, ownership_for, provider_for
 from shardsync.sharding.timings import Timings
 
 log = get_logger(__name__)

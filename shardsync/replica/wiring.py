@@ -6,7 +6,7 @@ ownership layer's decision (shardsync.ownership: `SoleOwner` with `--once`, `Act
 `--sharding=off`, `ShardedOwnership` otherwise); the replica is its `Host` (the worker port, the zones the
 provider serves, and a signal when they change).
 
-Only this module and the command line (shardsync.run_command, which builds the replica once it knows the
+Only this module and the command line (shardsync.replica.command, which builds the replica once it knows the
 provider's fencing and so the timings) read `Settings`: every part below gets its own small option value
 (the registry, `WorkerOptions`, the sharding `Site` with its `Timings`), each built here, once.
 """
@@ -21,7 +21,6 @@ from typing import Any
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from shardsync import config
 from shardsync.kube.client import Kube
 from shardsync.kube.events import EventRecorder
 from shardsync.logs import get_logger
@@ -40,7 +39,8 @@ from shardsync.records.desired import DesiredIndex
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.noop_registry import NoopRegistry
 from shardsync.records.registry import Registry, TxtRegistry
-from shardsync.server import StatusServer
+from shardsync.replica import config
+from shardsync.replica.server import StatusServer
 from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter

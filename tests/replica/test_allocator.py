@@ -1,4 +1,4 @@
-"""The allocator settings a replica applies at start (shardsync.allocator)."""
+"""The allocator settings a replica applies at start (shardsync.replica.allocator)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_tune_applies_on_glibc_and_a_large_block_freed_is_given_back() -> None:
     # first 2 MiB block is freed, and later 1 MiB blocks, taken from the heap, stay resident once freed.
     code = """
 import ctypes
-from shardsync import allocator
+from shardsync.replica import allocator
 import sys
 if sys.argv[1] == "tuned":
     assert allocator.tune()
