@@ -339,7 +339,7 @@ def validate(s: Settings) -> None:
     chosen = {name: source_table.SOURCES[name] for name in s.sources}
     for group in source_table.flag_groups(chosen):
         group.validate(s.options(group))
-    if s.options(source_table.COMMON).create_ptr and "PTR" not in s.managed_record_types:
+    if s.options(source_table.SHARED_FLAGS).create_ptr and "PTR" not in s.managed_record_types:
         raise ConfigError("--create-ptr requires PTR in --managed-record-types (as in external-dns)")
 
 

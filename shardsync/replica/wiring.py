@@ -45,7 +45,7 @@ from shardsync.sharding.site import Site
 from shardsync.sharding.timings import Timings
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter
 from shardsync.sources.namespace_policy import NamespacePolicy
-from shardsync.sources.table import COMMON, SOURCES
+from shardsync.sources.table import SHARED_FLAGS, SOURCES
 from shardsync.sources.watcher import SourceWatcher, WatchOptions
 
 log = get_logger(__name__)
@@ -95,7 +95,7 @@ class Replica:
             dry_run=settings.dry_run,
             domains=self.domain_filter,
         )
-        common = settings.options(COMMON)
+        common = settings.options(SHARED_FLAGS)
         policy = NamespacePolicy.configured(kube, common.namespace_domains_annotation)
         registry = registry_for(settings)
         self.worker = Worker(

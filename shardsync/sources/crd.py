@@ -10,7 +10,7 @@ are kept (except `shardsync/...`, which steer the planner and are set here only)
 `resource=crd/<ns>/<name>` and `shardsync/created`; A and AAAA targets are put in canonical form. Two
 entries for the same RRset merge their targets (a second CNAME target is refused instead, CNAME holding
 one), as external-dns's MergeEndpoints does. An A, AAAA or CNAME entry without targets gets
-`--default-targets` when they are set (external-dns's multiSource; sources.common), and is refused
+`--default-targets` when they are set (external-dns's multiSource; sources.options), and is refused
 otherwise.
 
 `KIND` is the source kind `--source=crd`: it waits for the DNSEndpoint CRD to be served, and its
@@ -38,8 +38,8 @@ from shardsync.records.endpoint import (
     canonical_target,
 )
 from shardsync.sources import projections
-from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions, with_default_targets
 from shardsync.sources.result import Problem, SourceResult
 from shardsync.sources.status import StatusWriter
 

@@ -36,8 +36,8 @@ from shardsync.kube.selectors import Selector, SelectorError, parse_selector
 from shardsync.manifests import GATEWAY_CRDS_FILE
 from shardsync.sources import annotations as ann
 from shardsync.sources import gateway_match as match
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import CrdNotice, SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 
 GROUP = match.GROUP

@@ -4,7 +4,7 @@ Names come from spec.rules[].host (unless `--ignore-ingress-rules-spec`), spec.t
 `--ignore-ingress-tls-spec`) and the `hostname` annotation (unless `--ignore-hostname-annotation`); the
 `ingress-hostname-source` annotation keeps only the spec's names (`defined-hosts-only`) or only the
 annotation's (`annotation-only`). The `--fqdn-template` names are used when those give no endpoint, or
-added with `--combine-fqdn-annotation` (shardsync.sources.common). Targets are the `target` annotation,
+added with `--combine-fqdn-annotation` (shardsync.sources.options). Targets are the `target` annotation,
 else every status.loadBalancer.ingress ip and hostname. `--ingress-class` keeps Ingresses whose
 spec.ingressClassName, or when that is empty the legacy `kubernetes.io/ingress.class` annotation, is one
 of the given classes. Every endpoint carries `resource=ingress/<ns>/<name>` and `shardsync/created`.
@@ -21,8 +21,8 @@ from shardsync.flags import FlagGroup, mirrored
 from shardsync.kube.objects import ObjectRef, Resource, get, get_list, get_str, get_str_list, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 
 INGRESSES = Resource("networking.k8s.io", "v1", "ingresses", "Ingress")

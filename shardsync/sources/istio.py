@@ -29,9 +29,9 @@ from shardsync.manifests import ISTIO_CRDS_FILE
 from shardsync.records.endpoint import Endpoint
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.kind import CrdNotice
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.projections import Projection
 from shardsync.sources.result import SourceResult
 from shardsync.sources.service import SERVICES

@@ -23,11 +23,11 @@ from typing import Any
 from shardsync.kube.objects import ObjectRef, Resource, get_str, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import istio
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS
 from shardsync.sources.istio_feeds import GatewayFeeds
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 from shardsync.sources.service import SERVICES
 

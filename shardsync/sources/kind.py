@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 from shardsync.flags import FlagGroup
 from shardsync.kube.client import Kube
 from shardsync.kube.objects import Obj, Resource, same_but_version
-from shardsync.sources.common import SourceOptions
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.projections import Projection, with_annotations
 from shardsync.sources.result import SourceResult
 
@@ -40,7 +40,7 @@ class SourceContext(Generic[OptionsT]):
     max_backoff: float = 30.0  # the longest wait between two retries of a failed write
     common: SourceOptions = field(
         default_factory=SourceOptions
-    )  # the flags every kind shares (sources.common)
+    )  # the flags every kind shares (sources.options)
     # Whether this replica holds a zone an object's names reach (True/False), or None when that does not
     # decide who writes to it (not sharded, or its names do not tell): see sources.problems.
     holds: Callable[[Obj], bool | None] = lambda obj: None

@@ -29,8 +29,8 @@ from typing import Any
 from shardsync.kube.objects import ObjectRef, get_str, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import EndpointSet, Problem, SourceResult
 from shardsync.sources.service import FQDN_TEMPLATE_FIELD, NODES
 from shardsync.sources.service_nodeport import node_port_targets, unschedulable

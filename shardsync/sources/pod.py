@@ -35,8 +35,8 @@ from shardsync.flags import FlagGroup, mirrored
 from shardsync.kube.objects import ObjectRef, Resource, get, get_list, get_str, get_str_map
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import Names, SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import EndpointSet, Problem, SourceResult, suitable_type
 from shardsync.sources.service import FQDN_TEMPLATE_FIELD, NODES, PODS
 from shardsync.sources.service_inputs import node_inputs

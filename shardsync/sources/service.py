@@ -2,7 +2,7 @@
 
 For each name in the `hostname` (and `internal-hostname`) annotation (unless `--ignore-hostname-annotation`),
 and for each `--fqdn-template` name when those give no endpoint or with `--combine-fqdn-annotation`
-(shardsync.sources.common), the targets are, unless the `target` annotation replaces them:
+(shardsync.sources.options), the targets are, unless the `target` annotation replaces them:
 
 - LoadBalancer: spec.externalIPs, else every status.loadBalancer.ingress ip and hostname
   (`internal-hostname`: the cluster IP);
@@ -37,8 +37,8 @@ from shardsync.kube.selectors import selector_from_labels
 from shardsync.sources import annotations as ann
 from shardsync.sources import projections
 from shardsync.sources import service_nodeport as nodeport
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext, SourceKind, Translator
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.read_backs import ReadBacks
 from shardsync.sources.result import NOT_YET, EndpointSet, Problem, SourceResult, suitable_type
 from shardsync.sources.service_inputs import (

@@ -35,8 +35,8 @@ from shardsync.kube.client import Kube
 from shardsync.kube.informer import Informer
 from shardsync.kube.objects import Obj, Resource
 from shardsync.records.desired import DesiredIndex
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import Names, SourceKind
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.refetch import Refetcher
 
 SWEEP_EVERY = 1.0  # seconds between looks for cached objects held nowhere

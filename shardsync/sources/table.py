@@ -15,13 +15,13 @@ from typing import Any
 from shardsync.flags import FlagGroup
 from shardsync.kube.objects import ObjectRef
 from shardsync.sources import (
-    common,
     crd,
     gateway,
     ingress,
     istio_gateway,
     istio_virtualservice,
     node,
+    options,
     pod,
     service,
 )
@@ -43,14 +43,14 @@ SOURCES: dict[str, SourceKind[Any]] = {
 
 
 # The flags every kind shares (external-dns's global source flags): `SourceContext.common`.
-COMMON = common.FLAGS
+SHARED_FLAGS = options.FLAGS
 
 
 def flag_groups(table: Mapping[str, SourceKind[Any]] = SOURCES) -> tuple[FlagGroup[Any], ...]:
     """The shared group, then the kinds' flag groups in table order, each once (several kinds may share
     one)."""
     groups = {kind.flags.name: kind.flags for kind in table.values() if kind.flags is not None}
-    return (COMMON, *groups.values())
+    return (SHARED_FLAGS, *groups.values())
 
 
 def event_ref(resource: str, table: Mapping[str, SourceKind[Any]] = SOURCES) -> ObjectRef | None:

@@ -7,7 +7,7 @@ namespaced list calls when --namespace is set (except for a related resource the
 `SourceKind.all_namespaces`). An event on a kind's own object marks that object pending;
 an event on a related object marks the objects the kind's translator says it feeds (`Translator.related`:
 the Services a Node, EndpointSlice or Pod feeds). One task translates the pending objects through their
-kind's translator, applies `--default-targets` (sources.common), the object, domain and record-type
+kind's translator, applies `--default-targets` (sources.options), the object, domain and record-type
 filters, stores the result in the DesiredIndex under `<kind>/<namespace>/<name>` and calls
 `on_dirty(zones)` with the zones whose desired endpoints changed. When PTR is a managed type, the PTR
 records that A and AAAA records ask for (`--create-ptr`, sources.ptr) are kept under `ptr/<address>`.
@@ -60,11 +60,11 @@ from shardsync.pacing.notify import Notifier
 from shardsync.records.desired import DesiredIndex
 from shardsync.records.domain_filter import DomainFilter
 from shardsync.records.endpoint import Endpoint
-from shardsync.sources.common import SourceOptions, with_default_targets
 from shardsync.sources.filters import ObjectFilter, RecordTypeFilter, filter_endpoints
 from shardsync.sources.gate import ObjectGate
 from shardsync.sources.kind import Names, SourceContext, SourceKind, Translator, chosen
 from shardsync.sources.namespace_policy import NamespacePolicy
+from shardsync.sources.options import SourceOptions, with_default_targets
 from shardsync.sources.problems import ProblemReports
 from shardsync.sources.projections import Projection, covering
 from shardsync.sources.ptr import PtrIndex

@@ -18,13 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from shardsync.kube.objects import ObjectRef, object_key
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.gate import ObjectGate
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS
 from shardsync.sources.kind import SourceContext
 from shardsync.sources.limits import ObjectLimits
 from shardsync.sources.namespace_policy import NamespacePolicy
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import Problem, SourceResult
 from shardsync.sources.service import SERVICES
 from shardsync.sources.table import SOURCES

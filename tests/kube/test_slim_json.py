@@ -19,7 +19,7 @@ from shardsync.kube.objects import get, get_str_map, object_key
 from shardsync.local.apiserver import ApiServer
 from shardsync.sources import projections
 from shardsync.sources.annotations import hostnames_of
-from shardsync.sources.common import SourceOptions
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.pod import PodOptions, pod_names
 from shardsync.sources.service import PODS
 from tests.waits import eventually

@@ -13,11 +13,11 @@ from typing import Any
 
 from shardsync.kube.objects import object_key
 from shardsync.records.endpoint import Endpoint
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS
 from shardsync.sources.kind import SourceContext
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import INVALID_REASON, Problem
 from shardsync.sources.service import SERVICES
 from shardsync.sources.table import SOURCES

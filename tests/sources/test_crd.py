@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.records.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.crd import dnsendpoint_endpoints, dnsendpoint_names
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.status import observed_generation_to_write
 
 from .objects import CREATED, dnsendpoint, records

@@ -15,8 +15,8 @@ import pytest
 from shardsync.kube.objects import object_key
 from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import gateway as gw
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.table import SOURCES, event_ref
 from tests.sources.fake_kube import FakeKube
 from tests.sources.gateway_objects import ALL, gateway, listener, namespace, parent, route

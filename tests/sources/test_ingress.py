@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.records.endpoint import CREATED_LABEL, RESOURCE_LABEL, normalize_name
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import IngressOptions, ingress_endpoints, ingress_names
+from shardsync.sources.options import SourceOptions
 
 from .objects import ALPHA, CREATED, GA, ingress, records
 

@@ -9,13 +9,13 @@ import copy
 from typing import Any
 
 from shardsync.sources import istio, projections
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.ingress import INGRESSES
 from shardsync.sources.istio import GATEWAYS, gateway_targets
 from shardsync.sources.istio_feeds import GatewayFeeds, RefIndex
 from shardsync.sources.istio_gateway import gateway_endpoints
 from shardsync.sources.istio_virtualservice import VirtualServiceTranslator, binds, virtualservice_endpoints
 from shardsync.sources.kind import SourceContext, chosen
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.service import SERVICES
 from shardsync.sources.table import SOURCES
 

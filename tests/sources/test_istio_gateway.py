@@ -12,9 +12,9 @@ import pytest
 
 from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import istio
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.istio_gateway import GatewayTranslator, gateway_endpoints
 from shardsync.sources.kind import SourceContext
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import INVALID_REASON
 
 from .fake_kube import FakeKube

@@ -13,8 +13,8 @@ import pytest
 
 from shardsync.records.endpoint import RESOURCE_LABEL
 from shardsync.sources import istio
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.istio_virtualservice import GATEWAY_NOT_FOUND, binds, gateway_refs
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import INVALID_REASON
 
 from .istio_objects import (

@@ -11,8 +11,8 @@ import pytest
 from shardsync.kube.objects import ObjectRef
 from shardsync.local.apiserver import ApiServer
 from shardsync.records.endpoint import Endpoint
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.limits import REASON, ObjectLimits, cap_endpoints, trim_annotations
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.watcher import WatchOptions
 
 from .watching import HOSTNAME, blocking, service, until, watching

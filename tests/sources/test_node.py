@@ -13,9 +13,9 @@ import pytest
 
 from shardsync.kube.objects import ObjectRef
 from shardsync.records.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import ObjectFilter
 from shardsync.sources.node import KIND, node_endpoints
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.service import NODES
 from shardsync.sources.service_options import ServiceOptions
 from shardsync.sources.table import event_ref

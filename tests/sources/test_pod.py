@@ -14,8 +14,8 @@ import pytest
 
 from shardsync.kube.objects import Resource
 from shardsync.records.endpoint import RESOURCE_LABEL, canonical_target, normalize_name
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.kind import SourceContext
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.pod import KIND, PodOptions, pod_endpoints, pod_names
 from shardsync.sources.projections import pod_source
 from shardsync.sources.service import NODES, PODS

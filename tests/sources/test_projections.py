@@ -10,7 +10,7 @@ import pytest
 
 from shardsync.kube import slim_json
 from shardsync.sources import projections
-from shardsync.sources.common import SourceOptions
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_endpoints
 
 from .objects import ALPHA, GA, endpoint_slice, node, pod, records, service

@@ -12,7 +12,7 @@ import pytest
 
 from shardsync.records.endpoint import Endpoint
 from shardsync.replica.config import ConfigError, configure, settings_from_args
-from shardsync.sources import common
+from shardsync.sources import options
 from shardsync.sources.ptr import PtrIndex
 from shardsync.sources.service import service_endpoints
 
@@ -112,4 +112,4 @@ def test_create_ptr_flag_needs_ptr_managed() -> None:
         settings_from_args(parser.parse_args(["--create-ptr", *fake]), env)
     managed = ["--managed-record-types=A", "--managed-record-types=PTR"]
     s = settings_from_args(parser.parse_args(["--create-ptr", *managed, *fake]), env)
-    assert s.options(common.FLAGS).create_ptr is True
+    assert s.options(options.FLAGS).create_ptr is True

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shardsync.records.endpoint import CREATED_LABEL, RESOURCE_LABEL
-from shardsync.sources.common import SourceOptions
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints
 from shardsync.sources.service_inputs import ServiceDependencies, slice_service
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shardsync.records.endpoint import RESOURCE_LABEL, normalize_name
-from shardsync.sources.common import SourceOptions
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints, service_names
 
 from .objects import ALPHA, ANNOTATION_NAMES, GA, endpoint_slice, node, pod, service

@@ -16,8 +16,8 @@ from shardsync.kube.health import ApiHealth
 from shardsync.kube.objects import Obj, Resource
 from shardsync.records.desired import DesiredIndex
 from shardsync.sources import crd
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.crd import DNS_ENDPOINTS
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import SourceResult
 from shardsync.sources.status import WRITES_AT_ONCE
 from shardsync.sources.watcher import SourceWatcher, WatchOptions

@@ -15,7 +15,7 @@ from shardsync.replica import config
 from shardsync.sources import crd, gateway, ingress, istio, node, pod, service
 from shardsync.sources import table as source_table
 from shardsync.sources.kind import SourceContext
-from shardsync.sources.table import COMMON, SOURCES, event_ref, flag_groups
+from shardsync.sources.table import SHARED_FLAGS, SOURCES, event_ref, flag_groups
 
 from .fake_kube import FakeKube
 from .objects import dnsendpoint
@@ -129,7 +129,7 @@ def test_event_ref_of_a_resource_label(label: str, want: ObjectRef | None) -> No
 def test_kinds_sharing_a_flag_group_declare_it_once_after_the_providers() -> None:
     twin = dataclasses.replace(SOURCES["ingress"], name="ingress-twin")
     # The five gateway kinds share one group; the node kind shares the service kind's.
-    expected = (COMMON, service.FLAGS, ingress.FLAGS, gateway.FLAGS, pod.FLAGS)
+    expected = (SHARED_FLAGS, service.FLAGS, ingress.FLAGS, gateway.FLAGS, pod.FLAGS)
     assert flag_groups({**SOURCES, twin.name: twin}) == expected
     groups = config.flag_groups()
     assert groups[-5:] == expected

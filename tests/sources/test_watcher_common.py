@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from shardsync.sources.common import SourceOptions
 from shardsync.sources.filters import RecordTypeFilter
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.watcher import WatchOptions
 from tests.waits import eventually
 

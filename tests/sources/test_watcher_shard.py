@@ -14,7 +14,7 @@ from kubernetes import client
 from shardsync.local.apiserver import ApiServer
 from shardsync.sources import projections
 from shardsync.sources import service as service_module
-from shardsync.sources.common import SourceOptions
+from shardsync.sources.options import SourceOptions
 from shardsync.sources.result import INVALID_REASON
 from shardsync.sources.watcher import WatchOptions
 from tests.kubeclient import raw_body

@@ -1,4 +1,4 @@
-"""The flags every source shares (sources.common): --fqdn-template, --combine-fqdn-annotation,
+"""The flags every source shares (sources.options): --fqdn-template, --combine-fqdn-annotation,
 --ignore-hostname-annotation, --default-targets and --force-default-targets.
 
 Rows naming an external-dns test mirror kubernetes-sigs/external-dns v0.22.0 (source/service_test.go
@@ -16,10 +16,10 @@ import pytest
 from shardsync.flags import ConfigError
 from shardsync.records.endpoint import RESOURCE_LABEL, Endpoint
 from shardsync.replica.config import Settings, configure, settings_from_args
-from shardsync.sources import common
-from shardsync.sources.common import SourceOptions, with_default_targets
+from shardsync.sources import options
 from shardsync.sources.crd import dnsendpoint_endpoints
 from shardsync.sources.ingress import ingress_endpoints
+from shardsync.sources.options import SourceOptions, with_default_targets
 from shardsync.sources.service import ServiceOptions, service_dependencies, service_endpoints
 from shardsync.sources.service_inputs import ServiceDependencies
 
@@ -222,14 +222,14 @@ def test_flags_fill_one_shared_value() -> None:
             "--force-default-targets",
         ]
     )
-    assert s.options(common.FLAGS) == SourceOptions(
+    assert s.options(options.FLAGS) == SourceOptions(
         fqdn_template=("{{.Name}}.example.com",),
         combine_fqdn_annotation=True,
         ignore_hostname_annotation=True,
         default_targets=("192.0.2.1", "192.0.2.2"),
         force_default_targets=True,
     )
-    assert parse([]).options(common.FLAGS) == SourceOptions()
+    assert parse([]).options(options.FLAGS) == SourceOptions()
 
 
 @pytest.mark.parametrize(
@@ -261,4 +261,4 @@ def test_annotation_prefix_other_than_external_dns_is_refused(prefix: str, why: 
 
 @pytest.mark.parametrize("prefix", ["external-dns.kubernetes.io/", "external-dns.alpha.kubernetes.io/"])
 def test_annotation_prefix_of_either_external_dns_version_is_accepted(prefix: str) -> None:
-    assert parse([f"--annotation-prefix={prefix}"]).options(common.FLAGS).annotation_prefix == prefix
+    assert parse([f"--annotation-prefix={prefix}"]).options(options.FLAGS).annotation_prefix == prefix
