@@ -151,7 +151,7 @@ class Worker:
     # The zone versions of the provider's last zone listing (base.ListsVersions) and when it was read.
     _listed: dict[str, str] = field(default_factory=dict, init=False)
     _listed_at: float = field(default=-math.inf, init=False)
-    # Failures many zones share (a provider down, self-fenced) as one line per interval (log_digest.py).
+    # Failures many zones share (a provider down, self-fenced) as one line per interval (LogDigest).
     digest: LogDigest = field(init=False)
 
     def __post_init__(self) -> None:
@@ -270,7 +270,7 @@ class Worker:
         if status is None:
             return None
         if not self.desired.ready(zone):
-            return REBUILD_WAIT  # its desired endpoints are being rebuilt (desired.py): plan it once whole
+            return REBUILD_WAIT  # its desired endpoints are being rebuilt (DesiredIndex): plan it once whole
         started = self.clock()
         retry_in = await self._guarded(zone, status, self._reconcile)
         if retry_in is not None:

@@ -78,7 +78,7 @@ class Replica:
         self.zones_changed = Notifier()
         self.zones_known = anyio.Event()
         self.stop_done = threading.Event()  # the graceful stop is over: only the teardown is left
-        # Sharded replicas hold desired endpoints only for the zones they run (desired.py, per-shard state).
+        # Sharded replicas hold desired endpoints only for the zones they run (DesiredIndex, per-shard state).
         self.desired = DesiredIndex(restricted=settings.sharding and not settings.once)
         self.events = EventRecorder(kube, settings.identity)
         self.domain_filter = DomainFilter.parse(

@@ -22,7 +22,7 @@ END = "<!-- flags:end -->"
 
 
 def env_name(flag: Flag) -> str:
-    """The environment variable config.py reads for `flag`."""
+    """The environment variable replica/config.py reads for `flag`."""
     return f"SHARDSYNC_{flag.env_suffix}"
 
 

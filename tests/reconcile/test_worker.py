@@ -249,8 +249,8 @@ async def test_a_throttled_zone_backs_off_at_least_as_long_as_the_provider_asked
 
 
 async def test_a_gained_zone_is_planned_only_once_its_desired_endpoints_are_rebuilt() -> None:
-    """Per-shard state (desired.py): owning a zone whose objects were dropped asks for them again; until
-    they are back the zone is not planned, so its records are not deleted as if nothing were desired."""
+    """Per-shard state (records/desired.py): owning a zone whose objects were dropped asks for them again;
+    until they are back the zone is not planned, so its records are not deleted as if nothing were desired."""
     store = FakeStore()
     store.add_zone(ZONE)
     desired = DesiredIndex([ZONE], restricted=True)

@@ -147,7 +147,7 @@ def lagging(kube: FakeKube, count: int) -> None:
 
 async def test_lagging_statuses_are_written_a_few_at_once() -> None:
     """At start-up a replica may find thousands lagging (1,000 took 75 s one by one in the lists' bucket):
-    they are written WRITES_AT_ONCE at a time, each from the status writes' own bucket (kube_limits)."""
+    they are written WRITES_AT_ONCE at a time, each from the status writes' own bucket (kube.limits)."""
     kube = SlowStatus()
     lagging(kube, 100)
     options = WatchOptions(sources=("crd",), status_resync=3600)

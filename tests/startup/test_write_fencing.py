@@ -1,5 +1,5 @@
 """A replica's start learns whether the provider fences its writes, bounded, and takes its timings from the
-answer (run_command.timings_at_start): short leases for a fenced provider, the conservative ones for a
+answer (replica.command.timings_at_start): short leases for a fenced provider, the conservative ones for a
 webhook server without the fence extension or one that does not answer in time, with one line saying which.
 In process, against the fake provider's webhook face; the real replicas are tests/multiprocess's."""
 
