@@ -31,10 +31,10 @@ import orjson
 from shardsync.cli import OUTPUT_CLOSED
 from shardsync.durations import format_duration
 from shardsync.kube.client import BlockingKube
-from shardsync.local import control, infra, seed
+from shardsync.local import control, infra, polling, seed
 from shardsync.local.children import Child, stop_all
 from shardsync.local.infra import Infrastructure, LocalOptions, SetupFailed, free_port
-from shardsync.local.table import Milestones, ReplicaSnapshot, progress, records_by_zone, render
+from shardsync.local.table import Milestones, ReplicaSnapshot, progress, render
 from shardsync.logs import get_logger
 
 log = get_logger(__name__)
@@ -225,13 +225,21 @@ class Launcher:
 
     async def poll(self, client: httpx.AsyncClient) -> None:
         """Read every running replica's /shards and the provider's new audit entries, concurrently."""
+        assert self.infra is not None
+        url, zones = self.infra.provider_url, self.infra.zones
 
         async def shards(slot: _Slot) -> None:
-            try:
-                resp = await client.get(f"http://127.0.0.1:{slot.port}/shards")
-                slot.shards = orjson.loads(resp.content) if resp.status_code == 200 else None
-            except (httpx.HTTPError, orjson.JSONDecodeError):
-                slot.shards = None
+            slot.shards = await polling.replica_shards(client, slot.port)
+
+        async def records() -> None:
+            # None while unreadable: the owners' own counts are shown meanwhile.
+            self.provider_records = await polling.provider_records(client, url, zones)
+
+        async def audit() -> None:
+            read = await polling.audit_writes(client, url, self._audit_seq)
+            if read is not None:
+                written, self._audit_seq = read
+                self.written += written
 
         async with anyio.create_task_group() as tg:
             for slot in list(self.slots.values()):
@@ -239,31 +247,8 @@ class Launcher:
                     tg.start_soon(shards, slot)
                 else:
                     slot.shards = None
-            tg.start_soon(self._poll_audit, client)
-            tg.start_soon(self._poll_records, client)
-
-    async def _poll_records(self, client: httpx.AsyncClient) -> None:
-        """What the zones hold now (the webhook's GET /records), for RECORDS."""
-        assert self.infra is not None
-        try:
-            resp = await client.get(self.infra.provider_url + "/records")
-            names = [str(r.get("dnsName") or "") for r in orjson.loads(resp.content)]
-        except (httpx.HTTPError, orjson.JSONDecodeError, AttributeError, TypeError):
-            self.provider_records = None  # the owners' own counts are shown meanwhile
-            return
-        self.provider_records = records_by_zone(names, self.infra.zones)
-
-    async def _poll_audit(self, client: httpx.AsyncClient) -> None:
-        assert self.infra is not None
-        try:
-            resp = await client.get(self.infra.provider_url + "/v1/audit", params={"since": self._audit_seq})
-            data = resp.json()
-        except (httpx.HTTPError, ValueError):
-            return
-        for entry in data.get("audit") or []:
-            if entry.get("op") == "apply" and entry.get("outcome") == "ok":
-                self.written += int(entry.get("changes") or 0)
-        self._audit_seq = int(data.get("next") or self._audit_seq)
+            tg.start_soon(audit)
+            tg.start_soon(records)
 
     def snapshots(self) -> list[ReplicaSnapshot]:
         now = time.monotonic()
