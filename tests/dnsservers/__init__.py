@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -21,6 +22,16 @@ def server_params() -> list[Any]:
     return [pytest.param(kind, marks=getattr(pytest.mark, kind), id=kind) for kind in SERVERS]
 
 
+def running_bind(zones: Sequence[str]) -> Iterator[BindServer]:
+    """A BIND 9 serving `zones`, for a module-scoped fixture (`yield from running_bind(...)`)."""
+    require(BindServer)
+    server = BindServer(list(zones))
+    try:
+        yield server.start()
+    finally:
+        server.close()
+
+
 __all__ = [
     "SERVERS",
     "BindServer",
@@ -29,6 +40,7 @@ __all__ = [
     "PowerDnsServer",
     "require",
     "require_command",
+    "running_bind",
     "server_params",
     "strict",
 ]

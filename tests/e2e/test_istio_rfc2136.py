@@ -21,7 +21,7 @@ from kubernetes import client as k8s
 from shardsync.local.apiserver import ApiServer
 from shardsync.manifests import load_istio_crds
 from shardsync.sources.istio import GROUP
-from tests.dnsservers import BindServer, DnsTestServer, require
+from tests.dnsservers import DnsTestServer, running_bind
 from tests.e2e.test_replica_rfc2136 import OWNER, start_replica
 from tests.kubeclient import raw_body
 from tests.processes import Processes
@@ -38,12 +38,7 @@ pytestmark = pytest.mark.bind
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DnsTestServer]:
-    require(BindServer)
-    server = BindServer([ZONE])
-    try:
-        yield server.start()
-    finally:
-        server.close()
+    yield from running_bind([ZONE])
 
 
 def applied(log: str) -> int:

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
-from tests.dnsservers import BindServer, require
+from tests.dnsservers import BindServer, running_bind
 from tests.e2e.test_replica_rfc2136 import publish, replica_args
 from tests.processes import Processes, ShardsyncProcess, free_port, wait_ready
 from tests.waits import eventually_sync
@@ -30,12 +30,7 @@ OUTAGE = 20.0
 
 @pytest.fixture(scope="module")
 def bind() -> Iterator[BindServer]:
-    require(BindServer)
-    server = BindServer(ZONES)
-    try:
-        yield server.start()
-    finally:
-        server.close()
+    yield from running_bind(ZONES)
 
 
 def start(

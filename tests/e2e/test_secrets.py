@@ -20,7 +20,7 @@ import pytest
 from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
-from tests.dnsservers import BindServer, DnsTestServer, require
+from tests.dnsservers import DnsTestServer, running_bind
 from tests.processes import Processes, free_port, wait_ready
 from tests.waits import eventually_sync
 
@@ -35,12 +35,7 @@ NOT_BASE64 = "tsig-secret-that-is-not-base64!"
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DnsTestServer]:
-    require(BindServer)
-    server = BindServer([ZONE_A, ZONE_B])
-    try:
-        yield server.start()
-    finally:
-        server.close()
+    yield from running_bind([ZONE_A, ZONE_B])
 
 
 def with_token(kubeconfig: Path, into: Path) -> Path:

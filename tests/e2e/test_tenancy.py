@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client as k8s
 
 from shardsync.local.apiserver import ApiServer
-from tests.dnsservers import BindServer, DnsTestServer, require
+from tests.dnsservers import DnsTestServer, running_bind
 from tests.kubeclient import raw_body
 from tests.processes import Processes, ShardsyncProcess, free_port, wait_ready
 from tests.waits import eventually_sync
@@ -27,12 +27,7 @@ OWNER = "tenancy"
 
 @pytest.fixture(scope="module")
 def dns_server() -> Iterator[DnsTestServer]:
-    require(BindServer)
-    server = BindServer([ZONE_A, ZONE_B])
-    try:
-        yield server.start()
-    finally:
-        server.close()
+    yield from running_bind([ZONE_A, ZONE_B])
 
 
 def rfc2136_args(dns_server: DnsTestServer, secret_file: Path) -> list[str]:
