@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -50,6 +51,14 @@ def fencing_lines(child: Child) -> list[str]:
     statement about the mode)."""
     lines = [line for line in child.output().splitlines() if re.search("fenc", line, re.I)]
     return [line for line in lines if " zone=" not in line]
+
+
+def lease_timed_lines(child: Child) -> int:
+    return sum("writes are lease-timed" in line for line in fencing_lines(child))
+
+
+def has_said_lease_timed(child: Child) -> Callable[[], bool]:
+    return lambda: lease_timed_lines(child) > 0
 
 
 def errors(child: Child) -> list[str]:
@@ -172,8 +181,10 @@ def test_webhook_once_and_sharding_off_work_with_default_flags(tmp_path: Path) -
         print(f"\n--sharding=off: changes written {took:.2f}s after start by {sorted(writers)}")
         assert len(writers) == 1 and writers <= {c.name for c in passive}  # the coordinator alone
         for child in passive:
+            # The coordinator may have written before the other process finished starting: wait for its line.
+            wait_for(has_said_lease_timed(child), START_WITHIN, f"{child.name}'s fencing line")
             assert child.alive(), child.tail(20)
-            assert sum("writes are lease-timed" in line for line in fencing_lines(child)) == 1
+            assert lease_timed_lines(child) == 1
             assert not errors(child)
     finally:
         stop_all([c for c in children if c.alive()], grace=10.0)
