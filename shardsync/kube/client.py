@@ -28,12 +28,10 @@ import anyio.from_thread
 import anyio.to_thread
 import orjson
 import urllib3
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.watch.watch import iter_resp_lines
 
 from shardsync import __version__
 from shardsync.kube.health import ApiHealth
+from shardsync.kube.library import gcp_auth_provider_error, iter_resp_lines, k8s, k8s_config
 from shardsync.kube.limits import REQUEST_TIMEOUT, ClientLimits, Pair, Timeout, as_pair
 from shardsync.kube.objects import Obj, Resource
 from shardsync.pacing.token_bucket import Throttled
@@ -109,6 +107,7 @@ def load_api_client(kubeconfig: str = "", user_agent: str = "") -> k8s.ApiClient
         if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
             raise KubeconfigError(f"in a cluster but no service account ({exc}); set --kubeconfig") from exc
         reason = str(exc).splitlines()[0] if isinstance(exc, k8s_config.ConfigException) else ""
+        reason = reason or gcp_auth_provider_error(kubeconfig or k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
         reason = reason or "not a YAML mapping of clusters, contexts and users"
         raise KubeconfigError(
             f"{where}: not a usable kubeconfig ({reason}); check it with `kubectl config view`"

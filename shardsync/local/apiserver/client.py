@@ -3,7 +3,7 @@ identity fault injection can refuse)."""
 
 from __future__ import annotations
 
-from kubernetes import client as k8s
+from shardsync.kube.library import k8s
 
 
 def api_client(url: str, user_agent: str | None = None) -> k8s.ApiClient:
