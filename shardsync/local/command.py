@@ -71,6 +71,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "a Gateway and a route of that kind per zone, an istio-* kind Istio Gateways or VirtualServices, "
         "node a Node per zone, pod a Node and a host-network Pod per zone",
     )
+    parser.add_argument(
+        "--provider",
+        choices=("fake", "webhook"),
+        default="fake",
+        help="the replicas' --provider: fake (the fake provider's own API) or webhook (the same server "
+        "through external-dns's webhook protocol: writes lease-timed, unless --webhook-fence)",
+    )
+    parser.add_argument(
+        "--webhook-fence",
+        action="store_true",
+        help="with --provider=webhook: the server also speaks shardsync's fence extension (fenced writes)",
+    )
     sub = parser.add_subparsers(dest="local_action", metavar="ACTION")
     scale = sub.add_parser("scale", help="change the replica count of the running `shardsync local`")
     scale.add_argument("replicas", type=count, help="the new replica count")
@@ -128,6 +140,8 @@ def main(args: argparse.Namespace) -> int:
         problem = _run_dir_problem(run_dir)
         if problem is not None:
             return _fail(problem, 1)
+    if args.webhook_fence and args.provider != "webhook":
+        return _fail("argument --webhook-fence: only with --provider=webhook; see shardsync local --help", 2)
     live = sys.stdout.isatty() and not args.no_tty
     keys = live and sys.stdin.isatty()
     options = LocalOptions(
@@ -145,6 +159,8 @@ def main(args: argparse.Namespace) -> int:
         termination_grace=args.termination_grace,
         replica_args=tuple(args.replica_arg),
         sources=tuple(args.source or ("service", "crd")),
+        provider=args.provider,
+        webhook_fence=args.webhook_fence,
     )
     with _keys_mode(keys):
         code = launch(options)

@@ -224,3 +224,42 @@ def test_local_stops_everything_on_sigterm(local_factory: Any) -> None:
     assert "SIGTERM: stopping" in out
     assert f"shardsync-0 pid {pids[2]} exit 0" in out  # the replica stopped by itself, not killed
     assert not [pid for pid in pids if pid_alive(pid)]
+
+
+def test_local_runs_the_replicas_through_the_webhook_protocol(local_factory: Any) -> None:
+    """`--provider=webhook --webhook-fence`: the replicas reach the fake provider through its webhook face,
+    say their writes are fenced, and sync every zone; the run ends by itself with exit 0."""
+    local = local_factory(
+        "--provider=webhook",
+        "--webhook-fence",
+        "--replicas=2",
+        "--zones=4",
+        "--records-per-zone=1",
+        "--desired-per-zone=1",
+        f"--owner-id={OWNER}",
+        "--latency=5ms",
+        "--duration=20s",
+        "--every=2s",
+        *FAST,
+    )
+    run = local.wait_run_file("fakeProvider")
+    with FakeAdmin(run["fakeProvider"]) as admin:
+        zones = admin._request("GET", "/v1/zones").json()["zones"]
+        eventually_sync(
+            lambda: len(zones) == 4 and all(owned_zone(admin, z) for z in zones), within=30, poll=0.5
+        )
+    assert local.proc.wait(timeout=60) == 0, local.output()[-3000:]
+    assert "zones synced 4/4" in local.output()
+    for name in ("shardsync-0", "shardsync-1"):
+        log = (local.run_dir / f"{name}.log").read_text()
+        said = [line for line in log.splitlines() if "writes fenced" in line]
+        assert len(said) == 1 and "provider=webhook" in said[0], log[-2000:]
+        assert "level=error" not in log, log[-2000:]
+
+
+def test_local_refuses_webhook_fence_without_the_webhook_provider(local_factory: Any) -> None:
+    local = local_factory("--webhook-fence")
+    assert local.proc.wait(timeout=30) == 2
+    assert local.output().strip() == (
+        "shardsync local: argument --webhook-fence: only with --provider=webhook; see shardsync local --help"
+    )
