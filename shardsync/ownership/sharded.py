@@ -259,7 +259,9 @@ class ShardedOwnership:
             statuses = self.peers.statuses()
         else:
             busy = self.state.view is None or bool(self.state.pending)
-            statuses = await self.roster.statuses(busy)
+            # Until the roster has been listed (it is not while we start or wait for zones), what our
+            # own watches know.
+            statuses = await self.roster.statuses(busy) or self.peers.statuses()
         owners = {zone: (view.owner_of(zone) if view is not None else None) for zone in sorted(host.zones)}
         counts = shards_view.zone_counts(owners)
         members = []

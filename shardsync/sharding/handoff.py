@@ -218,10 +218,14 @@ def zone_state(
 ) -> ZoneState:
     """The state of a zone owned by `owner` in `generation`, for /shards.
 
-    `acquired` is given by the owner itself, which knows whether it runs the zone; other replicas judge
-    from the owner's acknowledgement (acknowledged → active, an approximation: it may still wait on a
-    previous owner).
+    `acquired` is given by the owner itself, which knows whether it runs the zone: a zone it runs is
+    active whatever its view of the member Leases says (that view can be empty for a moment, as when it
+    stops following every member and its roster has not been listed yet); other replicas judge from the
+    owner's acknowledgement (acknowledged → active, an approximation: it may still wait on a previous
+    owner).
     """
+    if acquired:
+        return ZoneState.ACTIVE
     if owner is None or owner_status is None:
         return ZoneState.ORPHANED
     if owner_status.state is MemberState.RESTARTING:
@@ -229,6 +233,6 @@ def zone_state(
     if owner_status.state is MemberState.EXPIRED:
         return ZoneState.ORPHANED
     if acquired is not None:
-        return ZoneState.ACTIVE if acquired else ZoneState.PENDING
+        return ZoneState.PENDING
     acked = owner_status.observed_generation
     return ZoneState.ACTIVE if acked is not None and acked >= generation else ZoneState.PENDING

@@ -212,6 +212,11 @@ def test_zone_states() -> None:
     assert zone_state("a", status("a", acked=1), 2) is ZoneState.PENDING
     assert zone_state("a", status("a", MemberState.DRAINING, acked=2), 2) is ZoneState.ACTIVE
     assert zone_state("a", status("a", acked=1), 2, acquired=True) is ZoneState.ACTIVE
+    # the owner runs it: active, even while its own view of the member Leases is empty or stale
+    assert zone_state("a", None, 2, acquired=True) is ZoneState.ACTIVE
+    assert zone_state("a", status("a", MemberState.EXPIRED), 2, acquired=True) is ZoneState.ACTIVE
+    assert zone_state("a", status("a", acked=2), 2, acquired=False) is ZoneState.PENDING
+    assert zone_state("a", status("a", MemberState.RESTARTING), 2, acquired=False) is ZoneState.PARKED
     assert zone_state("a", status("a", acked=2), 2, acquired=False) is ZoneState.PENDING
 
 
