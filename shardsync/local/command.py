@@ -126,6 +126,8 @@ def main(args: argparse.Namespace) -> int:
     from shardsync.local.infra import LocalOptions
     from shardsync.local.launcher import MAX_REPLICAS, launch
 
+    if args.webhook_fence and args.provider != "webhook":
+        return _fail("argument --webhook-fence: only with --provider=webhook; see shardsync local --help", 2)
     if args.replicas > MAX_REPLICAS:
         return _fail(
             f"argument --replicas: at most {MAX_REPLICAS}, got {args.replicas}; see shardsync local --help", 2
@@ -140,8 +142,6 @@ def main(args: argparse.Namespace) -> int:
         problem = _run_dir_problem(run_dir)
         if problem is not None:
             return _fail(problem, 1)
-    if args.webhook_fence and args.provider != "webhook":
-        return _fail("argument --webhook-fence: only with --provider=webhook; see shardsync local --help", 2)
     live = sys.stdout.isatty() and not args.no_tty
     keys = live and sys.stdin.isatty()
     options = LocalOptions(

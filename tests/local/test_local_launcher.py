@@ -260,6 +260,7 @@ def test_local_runs_the_replicas_through_the_webhook_protocol(local_factory: Any
 def test_local_refuses_webhook_fence_without_the_webhook_provider(local_factory: Any) -> None:
     local = local_factory("--webhook-fence")
     assert local.proc.wait(timeout=30) == 2
+    assert not local.run_dir.exists()  # refused before anything was made
     assert local.output().strip() == (
         "shardsync local: argument --webhook-fence: only with --provider=webhook; see shardsync local --help"
     )
