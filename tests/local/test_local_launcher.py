@@ -28,6 +28,8 @@ pytestmark = [
 ]
 
 OWNER = "local-test"
+# Two replicas, one object per zone asking for one record, a fast provider and a table every 2 s.
+SMALL = ["--replicas=2", "--desired-per-zone=1", f"--owner-id={OWNER}", "--latency=5ms", "--every=2s"]
 FAST = [
     "--replica-arg=--settle-delay=200ms",
     "--replica-arg=--lease-duration=6s",
@@ -151,16 +153,7 @@ def views_agree(local: Local, run: dict[str, Any]) -> bool:
 def test_local_syncs_every_zone_scales_and_exits_after_duration(local_factory: Any) -> None:
     started = time.monotonic()
     local = local_factory(
-        "--replicas=2",
-        "--zones=6",
-        "--records-per-zone=2",
-        "--desired-per-zone=1",
-        f"--owner-id={OWNER}",
-        "--latency=5ms",
-        "--duration=30s",
-        "--every=2s",
-        "--termination-grace=10s",
-        *FAST,
+        "--zones=6", "--records-per-zone=2", "--duration=30s", "--termination-grace=10s", *SMALL, *FAST
     )
     run = local.wait_run_file("fakeProvider")
     with FakeAdmin(run["fakeProvider"]) as admin:
@@ -232,22 +225,17 @@ def test_local_runs_the_replicas_through_the_webhook_protocol(local_factory: Any
     local = local_factory(
         "--provider=webhook",
         "--webhook-fence",
-        "--replicas=2",
         "--zones=4",
         "--records-per-zone=1",
-        "--desired-per-zone=1",
-        f"--owner-id={OWNER}",
-        "--latency=5ms",
         "--duration=20s",
-        "--every=2s",
+        *SMALL,
         *FAST,
     )
     run = local.wait_run_file("fakeProvider")
     with FakeAdmin(run["fakeProvider"]) as admin:
         zones = admin._request("GET", "/v1/zones").json()["zones"]
-        eventually_sync(
-            lambda: len(zones) == 4 and all(owned_zone(admin, z) for z in zones), within=30, poll=0.5
-        )
+        assert len(zones) == 4
+        eventually_sync(lambda: all(owned_zone(admin, z) for z in zones), within=30, poll=0.5)
     assert local.proc.wait(timeout=60) == 0, local.output()[-3000:]
     assert "zones synced 4/4" in local.output()
     for name in ("shardsync-0", "shardsync-1"):
